@@ -1,0 +1,15 @@
+"""puffgpu envs: PufferLib 5.0-style C env headers stepped on OpenMP threads through cffi.
+
+    import envs
+    env = envs.make("platformer", total_agents=1024)
+    env.reset(); env.actions[:] = 0; env.step(); env.log()
+
+See envs/vecenv.py for the API, envs/pufferenv.h for the C contract, and
+`python -m envs.play platformer` to play an env yourself.
+"""
+
+from .vecenv import (DEFAULT_ENV_KEYS, VecEnv, env_config, env_header_path, env_ini_path,
+                     list_envs, make, read_ini)
+
+__all__ = ["DEFAULT_ENV_KEYS", "VecEnv", "env_config", "env_header_path", "env_ini_path",
+           "list_envs", "make", "read_ini"]

@@ -1,0 +1,99 @@
+/* bandit — a contextual bandit with two heads: the quickest check that observations reach the
+ * policy and that every action head is decoded at the right offset.
+ *
+ * Each step shows a random context c in 0..3 (one-hot, 4 floats). Head 0 (4 arms) earns 0.5 for
+ * choosing c, head 1 (3 arms) earns 0.5 for choosing c % 3. Every step is a whole episode
+ * (terminal = 1). perf = both heads right; a random policy gets perf 1/12.
+ */
+#ifndef BANDIT_BANDIT_H
+#define BANDIT_BANDIT_H
+
+typedef float obs_t;
+#include "pufferenv.h"
+
+#define OBS_SIZE 4
+#define NUM_ATNS 2
+#define ACT_SIZES {4, 3}
+
+typedef struct {
+    float perf;  /* both heads right */
+    float score; /* reward, 0..1 */
+    float episode_return;
+    float episode_length;
+    float n;
+} Log;
+
+typedef struct {
+    Log log;
+    Agent agents[1];
+    int num_agents;
+    unsigned int rng;
+    int tag;
+    int boundary_reached;
+    int context;
+    int last_a0, last_a1;  /* for rendering */
+} Env;
+
+static inline unsigned int bandit_rand(unsigned int* rng) {
+    *rng = *rng * 1664525u + 1013904223u;
+    return *rng >> 16;
+}
+
+static void bandit_new_context(Env* env) {
+    float* obs = env->agents[0].observations;
+    env->context = (int)(bandit_rand(&env->rng) % 4);
+    for (int i = 0; i < 4; i++) obs[i] = i == env->context ? 1.0f : 0.0f;
+}
+
+void puf_init(Env* env, Dict* kwargs) {
+    (void)kwargs;
+    env->num_agents = 1;
+    env->last_a0 = env->last_a1 = -1;
+}
+
+void puf_reset(Env* env) { bandit_new_context(env); }
+
+void puf_step(Env* env) {
+    Agent* agent = &env->agents[0];
+    float a0 = agent->actions[0], a1 = agent->actions[1];
+    /* compare as floats: no conversion of an out-of-range value */
+    int right0 = a0 == (float)env->context;
+    int right1 = a1 == (float)(env->context % 3);
+    float reward = 0.5f * (float)right0 + 0.5f * (float)right1;
+    env->last_a0 = right0 ? env->context : -1;
+    env->last_a1 = right1 ? env->context % 3 : -1;
+    agent->rewards[0] = reward;
+    agent->terminals[0] = 1.0f;
+    env->log.perf += (float)(right0 && right1);
+    env->log.score += reward;
+    env->log.episode_return += reward;
+    env->log.episode_length += 1.0f;
+    env->log.n += 1.0f;
+    bandit_new_context(env);
+}
+
+void puf_log(Log* log, Dict* out) {
+    dict_set(out, "perf", log->perf);
+    dict_set(out, "score", log->score);
+    dict_set(out, "episode_return", log->episode_return);
+    dict_set(out, "episode_length", log->episode_length);
+}
+
+void puf_close(Env* env) { (void)env; }
+
+/* Top row: the 4 contexts, current one lit. Bottom: green where the last step's heads were right. */
+void puf_render(Env* env) {
+#ifdef PUF_CANVAS
+    const int C = 16;
+    if (!puf_canvas_begin(4 * C, 2 * C)) return;
+    puf_clear(30, 30, 40);
+    for (int i = 0; i < 4; i++) {
+        int lit = i == env->context;
+        puf_fill_rect(i * C + 2, 2, C - 4, C - 4, lit ? 250 : 70, lit ? 200 : 70, lit ? 40 : 80);
+    }
+    puf_fill_rect(2, C + 2, 2 * C - 4, C - 4, env->last_a0 >= 0 ? 60 : 120, env->last_a0 >= 0 ? 200 : 50, 60);
+    puf_fill_rect(2 * C + 2, C + 2, 2 * C - 4, C - 4, env->last_a1 >= 0 ? 60 : 120, env->last_a1 >= 0 ? 200 : 50, 60);
+#endif
+}
+
+#endif /* BANDIT_BANDIT_H */

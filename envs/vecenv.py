@@ -1,0 +1,323 @@
+"""Python side of the vecenv: many copies of one C env header stepped on OpenMP threads.
+
+    import envs
+    env = envs.make("platformer", total_agents=1024)      # or make("path/to/my_env.h", ...)
+    env.reset()
+    env.actions[:] = ...                                  # [N, K] float32 action indices
+    env.step()                                            # writes observations, rewards, terminals
+    env.log()                                             # {'perf': ..., 'score': ..., 'n': ...}
+
+The four arrays are numpy-owned and the C envs write into them in place: `env.observations`
+[N, D] obs_t, `env.actions` [N, K] f32, `env.rewards` [N] f32, `env.terminals` [N] f32 (1 = the
+episode ended on this step; the env already reset itself, so the observation is the new
+episode's first). They are the same objects for the life of the env.
+
+N = env.num_agents is the sum of the envs' agents: envs are created until total_agents is
+reached, so N >= total_agents, and N == total_agents for every built-in env (one agent each).
+"""
+
+import configparser
+import os
+from pathlib import Path
+
+import numpy as np
+
+from .build import ENVS_DIR, load_module
+
+# PufferLib 5.0's default.ini [env] section: present in every env's config, so a trainer can pass
+# the merged [env] section and headers may read these keys with dict_get.
+DEFAULT_ENV_KEYS = {"dr": 0, "num_agents": 1, "num_bots": 0}
+_LOG_CAPACITY = 256
+
+
+def list_envs():
+    """Names of the built-in envs: folders envs/<name>/ holding <name>.h."""
+    return sorted(p.name for p in ENVS_DIR.iterdir()
+                  if p.is_dir() and (p / f"{p.name}.h").is_file())
+
+
+def _is_header_path(name_or_path):
+    s = str(name_or_path)
+    return s.endswith(".h") or os.sep in s or "/" in s
+
+
+def env_header_path(name_or_path):
+    """envs/<name>/<name>.h for a built-in name; a path to a .h file is returned resolved."""
+    if _is_header_path(name_or_path):
+        path = Path(name_or_path).expanduser().resolve()
+        if not path.is_file():
+            raise FileNotFoundError(f"env header {path} does not exist")
+        return path
+    names = list_envs()
+    if name_or_path not in names:
+        raise ValueError(f"unknown env {name_or_path!r}; built-in envs: {', '.join(names)} "
+                         f"(or pass the path of your own env header, e.g. path/to/my_env.h)")
+    return ENVS_DIR / name_or_path / f"{name_or_path}.h"
+
+
+def env_ini_path(name_or_path):
+    """envs/<name>/<name>.ini for a built-in name; for a header path, the .ini beside it (which
+    may not exist: such an env then has only the default [env] keys)."""
+    return env_header_path(name_or_path).with_suffix(".ini")
+
+
+def parse_value(text):
+    """PufferLib ini values: ints and floats (with _ digit separators), true/false, else a string."""
+    t = text.strip()
+    low = t.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    try:
+        return int(t.replace("_", ""))
+    except ValueError:
+        pass
+    try:
+        return float(t.replace("_", ""))
+    except ValueError:
+        return t
+
+
+def read_ini(path):
+    """{section: {key: value}} of a PufferLib-style ini file ([base], [vec], [env], [train])."""
+    parser = configparser.ConfigParser(interpolation=None, inline_comment_prefixes=(";", "#"))
+    parser.optionxform = str  # keys are case-sensitive, as in PufferLib
+    with open(path) as f:
+        parser.read_file(f)
+    return {s: {k: parse_value(v) for k, v in parser.items(s)} for s in parser.sections()}
+
+
+def env_config(name_or_path):
+    """The [env] keys an env accepts, with their defaults: PufferLib's default [env] keys updated
+    by the [env] section of the env's .ini."""
+    config = dict(DEFAULT_ENV_KEYS)
+    ini = env_ini_path(name_or_path)
+    if ini.is_file():
+        config.update(read_ini(ini).get("env", {}))
+    return config
+
+
+def _usable_cpus():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+class VecEnv:
+    """See the module docstring. Create with envs.make()."""
+
+    def __init__(self, name_or_path, total_agents, config=None, num_threads=None, seed=0,
+                 check_actions=True):
+        header = env_header_path(name_or_path)
+        self.name = header.stem
+        self.header = header
+        self.config = self._merge_config(name_or_path, config)
+        if not isinstance(total_agents, (int, np.integer)) or total_agents < 1:
+            raise ValueError(f"total_agents must be a positive int, got {total_agents!r}")
+        if not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
+            raise ValueError(f"seed must be an int in [0, 2**32), got {seed!r}")
+        self.check_actions = check_actions  # set False to skip validation in a hot loop
+
+        mod = load_module(header)
+        self._ffi, self._lib = ffi, lib = mod.ffi, mod.lib
+        self.obs_size = lib.vec_obs_size()
+        sizes = ffi.new("int[]", lib.vec_num_atns())
+        lib.vec_act_sizes(sizes)
+        self.act_sizes = tuple(sizes)
+        obs_type = ffi.string(lib.vec_obs_type()).decode()
+        if obs_type == "unknown":
+            raise TypeError(f"{header}: obs_t must be a plain C number type (float, unsigned "
+                            f"char, ...); this host cannot map it to a numpy dtype")
+        self.obs_dtype = np.dtype(obs_type)
+
+        # The C Dict points at these key strings: keep them alive as long as the envs.
+        self._keys = [ffi.new("char[]", k.encode()) for k in self.config]
+        self._items = ffi.new("DictItem[]", max(1, len(self.config)))
+        for i, (k, v) in enumerate(self.config.items()):
+            self._items[i].key = self._keys[i]
+            self._items[i].value = float(v)
+        self._kwargs = ffi.new("Dict*", {"items": self._items, "size": len(self.config),
+                                         "capacity": len(self.config)})
+        self._log_items = ffi.new("DictItem[]", _LOG_CAPACITY)
+        self._log_dict = ffi.new("Dict*", {"items": self._log_items, "size": 0,
+                                           "capacity": _LOG_CAPACITY})
+
+        if num_threads is None:
+            num_threads = _usable_cpus()
+        if not isinstance(num_threads, (int, np.integer)) or num_threads < 1:
+            raise ValueError(f"num_threads must be a positive int or None, got {num_threads!r}")
+        err = ffi.new("char[]", 1024)
+        self._vec = lib.vec_create(int(total_agents), self._kwargs, int(seed), 1, err, 1024)
+        if self._vec == ffi.NULL:
+            raise ValueError(f"creating {self.name} envs failed: {ffi.string(err).decode()}")
+        self.num_envs = lib.vec_num_envs(self._vec)
+        self.num_agents = n = lib.vec_num_agents(self._vec)
+        # More threads than CPUs (PufferLib's default is 16) only makes OpenMP threads wait on
+        # each other; more than envs leaves threads idle.
+        self.num_threads = max(1, min(int(num_threads), _usable_cpus(), self.num_envs))
+        lib.vec_set_threads(self._vec, self.num_threads)
+
+        self._observations = np.zeros((n, self.obs_size), dtype=self.obs_dtype)
+        self._actions = np.zeros((n, len(self.act_sizes)), dtype=np.float32)
+        self._rewards = np.zeros(n, dtype=np.float32)
+        self._terminals = np.zeros(n, dtype=np.float32)
+        self._action_mask = np.ones((n, sum(self.act_sizes)), dtype=np.uint8)
+        self._act_hi = np.array(self.act_sizes, dtype=np.float32)
+        self._continuous = self._act_hi == 1  # PufferLib: a head of size 1 is continuous
+        lib.vec_bind(self._vec, ffi.from_buffer(self._observations),
+                     ffi.cast("float*", ffi.from_buffer(self._actions)),
+                     ffi.cast("float*", ffi.from_buffer(self._rewards)),
+                     ffi.cast("float*", ffi.from_buffer(self._terminals)),
+                     ffi.cast("unsigned char*", ffi.from_buffer(self._action_mask)))
+
+    @staticmethod
+    def _merge_config(name_or_path, overrides):
+        config = env_config(name_or_path)
+        for key, value in (overrides or {}).items():
+            if key not in config:
+                raise ValueError(f"unknown [env] key {key!r} for {name_or_path}; valid keys: "
+                                 f"{', '.join(sorted(config))}")
+            if isinstance(value, str):
+                value = parse_value(value)
+            if isinstance(value, (bool, np.bool_)):
+                value = int(value)
+            if not isinstance(value, (int, float, np.integer, np.floating)) or not np.isfinite(value):
+                raise ValueError(f"[env] {key} must be a finite number, got {value!r}")
+            config[key] = value
+        for key, value in config.items():
+            if not isinstance(value, (int, float, bool)):
+                raise ValueError(f"[env] {key} = {value!r} in {env_ini_path(name_or_path)}: env "
+                                 f"config values must be numbers")
+        return config
+
+    # numpy views of the C-visible memory; properties so they cannot be rebound by mistake.
+    @property
+    def observations(self):
+        return self._observations
+
+    @property
+    def actions(self):
+        return self._actions
+
+    @property
+    def rewards(self):
+        return self._rewards
+
+    @property
+    def terminals(self):
+        return self._terminals
+
+    @property
+    def action_mask(self):
+        return self._action_mask
+
+    def _live(self):
+        if self._vec is None:
+            raise RuntimeError(f"{self.name} env is closed")
+        return self._vec
+
+    def reset(self):
+        """Resets every env; observations hold the first observations, rewards and terminals 0."""
+        self._lib.vec_reset(self._live())
+        return self._observations
+
+    def step(self, actions=None):
+        """Steps every env with env.actions (or copies `actions` [N, K] into it first)."""
+        vec = self._live()
+        if actions is not None:
+            actions = np.asarray(actions)
+            if actions.shape != self._actions.shape:
+                raise ValueError(f"actions must have shape {self._actions.shape} (num_agents, "
+                                 f"action heads), got {actions.shape}")
+            np.copyto(self._actions, actions, casting="unsafe")
+        if self.check_actions:
+            self._validate_actions()
+        self._lib.vec_step(vec)
+
+    def _validate_actions(self):
+        a = self._actions
+        # NaN fails every comparison, so one pass catches NaN, inf, range and non-integers.
+        ok = (a >= 0) & (a < self._act_hi) & (a == np.floor(a))
+        if self._continuous.any():
+            ok |= self._continuous & np.isfinite(a)
+        if ok.all():
+            return
+        agent, head = (int(i) for i in np.argwhere(~ok)[0])
+        size = self.act_sizes[head]
+        raise ValueError(f"{self.name}: action of agent {agent}, head {head} is "
+                         f"{a[agent, head]!r}; it must be an integer in [0, {size - 1}] "
+                         f"(head sizes {self.act_sizes}); {int((~ok).sum())} invalid in total")
+
+    def log(self):
+        """Episode stats since the last call, averaged over the episodes that finished
+        (PufferLib's vec_log): {'perf': ..., 'score': ..., ..., 'n': episodes}; {} if none."""
+        total = self._lib.vec_log(self._live(), self._log_dict)
+        if total == 0:
+            return {}
+        d = self._log_dict
+        if d.size >= d.capacity:
+            raise RuntimeError(f"{self.name}: puf_log wrote more than {_LOG_CAPACITY} fields")
+        out = {self._ffi.string(d.items[i].key).decode(): float(d.items[i].value)
+               for i in range(d.size)}
+        out["n"] = float(total)
+        return out
+
+    def render(self, index=0):
+        """RGB image of env `index` (the agent index when every env has one agent):
+        np.uint8 [H, W, 3]."""
+        vec = self._live()
+        if not 0 <= index < self.num_envs:
+            raise IndexError(f"env index {index} out of range [0, {self.num_envs})")
+        w = self._ffi.new("int*")
+        h = self._ffi.new("int*")
+        ptr = self._lib.vec_render(vec, index, w, h)
+        if ptr == self._ffi.NULL:
+            raise NotImplementedError(f"{self.name}: puf_render drew nothing (it must call "
+                                      f"puf_canvas_begin and draw into puf_canvas)")
+        buf = self._ffi.buffer(ptr, w[0] * h[0] * 3)
+        return np.frombuffer(buf, dtype=np.uint8).reshape(h[0], w[0], 3).copy()
+
+    @property
+    def has_scripted(self):
+        return bool(self._lib.vec_has_scripted())
+
+    def scripted_actions(self):
+        """Writes the env's rule-based policy (PUF_SCRIPTED_POLICY) into env.actions."""
+        if not self.has_scripted:
+            raise NotImplementedError(f"{self.name} defines no PUF_SCRIPTED_POLICY")
+        self._lib.vec_scripted(self._live())
+        return self._actions
+
+    def close(self):
+        if getattr(self, "_vec", None) is not None:
+            self._lib.vec_close(self._vec)
+            self._vec = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+    def __repr__(self):
+        return (f"VecEnv({self.name!r}, num_agents={self.num_agents}, obs_size={self.obs_size}, "
+                f"act_sizes={self.act_sizes}, num_threads={self.num_threads})")
+
+
+def make(name_or_path, total_agents, config=None, num_threads=None, seed=0, check_actions=True):
+    """Creates `total_agents` agents of an env: a built-in name (see list_envs()) or the path of
+    an env header written to the PufferLib 5.0 contract (compiled on first use, then cached).
+
+    config: [env] key -> number overrides of the env's .ini; an unknown key is a ValueError that
+        lists the valid ones.
+    num_threads: OpenMP threads stepping the envs (None: all usable CPUs); capped at the usable
+        CPUs and the number of envs.
+    seed: mixed with each env's index into env.rng; same seed + same actions = same episodes.
+    check_actions: validate env.actions on every step (cheap, vectorized); the attribute
+        env.check_actions can be flipped later for a hot loop.
+    """
+    return VecEnv(name_or_path, total_agents, config=config, num_threads=num_threads, seed=seed,
+                  check_actions=check_actions)
