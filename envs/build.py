@@ -68,6 +68,14 @@ void vec_scripted(VecEnv* vec);
 void vec_close(VecEnv* vec);
 """
 
+class EnvBuildError(RuntimeError):
+    """The C compiler rejected an env module; .stderr holds its messages."""
+
+    def __init__(self, message, stderr):
+        super().__init__(message)
+        self.stderr = stderr
+
+
 _loaded = {}  # resolved header path -> module, so one process loads each build once
 
 
@@ -136,9 +144,9 @@ def _compile(header, modname, out_path, cc, flags):
                f"-I{header.parent}", str(c_file), *link, "-o", str(so_tmp), "-lm"]
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode != 0:
-            raise RuntimeError(
+            raise EnvBuildError(
                 f"compiling env header {header} failed (exit {res.returncode}):\n"
-                f"  {shlex.join(cmd)}\n{res.stderr[-4000:]}")
+                f"  {shlex.join(cmd)}\n{res.stderr[-4000:]}", res.stderr)
         os.replace(so_tmp, out_path)  # atomic: a concurrent loader sees no file or a whole one
 
 
@@ -158,8 +166,8 @@ def load_module(header):
     if not out_path.exists():
         try:
             _compile(header, modname, out_path, cc, flags)
-        except RuntimeError as err:
-            message = str(err).lower()
+        except EnvBuildError as err:
+            message = err.stderr.lower()
             if "-fopenmp" not in flags or ("openmp" not in message and "omp.h" not in message):
                 raise
             # Apple clang has no -fopenmp: build single-threaded rather than not at all.

@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
         else if (eq != NULL && kwargs.size < kwargs.capacity) {
             *eq = '\0';
             items[kwargs.size].key = argv[i];
-            items[kwargs.size].value = atof(eq + 1);
+            items[kwargs.size].value = strcmp(eq + 1, "true") == 0 ? 1.0 : atof(eq + 1);
             items[kwargs.size].ptr = NULL;
             kwargs.size++;
         } else {

@@ -412,9 +412,10 @@ void puf_render(Env* env) {
                 puf_fill_rect(px, py, T, 3, 200, 160, 90);
                 puf_fill_rect(px, py + 3, T, 1, 130, 100, 50);
                 break;
-            case '^':  /* three small triangles */
-                for (int k = 0; k < 4; k++) {
-                    puf_fill_rect(px + 1 + k / 2, py + T - 1 - k * 2, T - 2 - k, 2, 200, 200, 210);
+            case '^':  /* one triangle in the lower part, like its hitbox */
+                for (int i = 0; i < 5; i++) {
+                    int w = 2 + 2 * i > T ? T : 2 + 2 * i;
+                    puf_fill_rect(px + (T - w) / 2, py + T - 5 + i, w, 1, 210, 210, 220);
                 }
                 break;
             case 'G':

@@ -1,0 +1,169 @@
+"""Play an env yourself, watch its scripted policy, or record an episode as a GIF/PNG.
+
+    python -m envs.play platformer                      # play: arrows/WASD move, Up/W/Space jump,
+                                                        #       Down/S drop through; Esc quits
+    python -m envs.play platformer --scripted           # watch the rule-based policy
+    python -m envs.play platformer --scripted --gif platformer.gif   # headless: one episode -> GIF
+    python -m envs.play platformer --scripted --png frame.png --frame 100
+    python -m envs.play memory                          # turn-based envs: digit keys pick actions
+
+Humans play the exact env the agents train on (same C header, same frameskip). A window needs a
+display (use `xvfb-run -a` on a headless machine); --gif and --png need none.
+"""
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+from . import vecenv
+from .image import write_gif, write_png
+
+
+def _platformer_keys(glfw, down, actions):
+    left = glfw.KEY_LEFT in down or glfw.KEY_A in down
+    right = glfw.KEY_RIGHT in down or glfw.KEY_D in down
+    actions[0] = 1 if left and not right else 2 if right and not left else 0
+    if down & {glfw.KEY_UP, glfw.KEY_W, glfw.KEY_SPACE}:
+        actions[1] = 1
+    elif down & {glfw.KEY_DOWN, glfw.KEY_S}:
+        actions[1] = 2
+    else:
+        actions[1] = 0
+
+
+# Real-time envs map held keys to actions and step at a fixed rate; the others are turn-based.
+REALTIME_KEYS = {"platformer": _platformer_keys}
+
+
+def _policy(env, args, rng):
+    if args.scripted:
+        return env.scripted_actions
+    if args.random:
+        return lambda: env.actions.__setitem__(
+            slice(None), rng.integers(0, env.act_sizes, size=env.actions.shape))
+    return None
+
+
+def record(env, args):
+    """Runs one episode of agent 0 headless; returns its frames (the terminal step's frame is
+    the next episode's start, so it is left out)."""
+    rng = np.random.default_rng(args.seed)
+    act = _policy(env, args, rng)
+    if act is None:
+        sys.exit("--gif/--png record without a window: add --scripted or --random")
+    env.reset()
+    frames = [env.render(0)]
+    for _ in range(args.max_steps):
+        act()
+        env.step()
+        if env.terminals[0]:
+            break
+        frames.append(env.render(0))
+    log = env.log()
+    print(f"{env.name}: {len(frames)} frames" + (f", {_fmt(log)}" if log else ", episode not finished"))
+    return frames
+
+
+def _fmt(log):
+    return " ".join(f"{k}={v:.3g}" for k, v in log.items())
+
+
+def play(env, args):
+    import glfw
+
+    from .viewer import Viewer
+
+    rng = np.random.default_rng(args.seed)
+    act = _policy(env, args, rng)
+    keymap = REALTIME_KEYS.get(env.name)
+    env.reset()
+    frame = env.render(0)
+    viewer = Viewer(f"puffgpu {env.name}", frame.shape[1], frame.shape[0], scale=args.scale)
+    head, episodes = 0, 0
+    if act is None and keymap is None:
+        print(f"{env.name} is turn-based: press a digit to pick the action of each head "
+              f"(head sizes {env.act_sizes}); the env steps once every head has one.")
+    period = 1.0 / args.fps
+    next_time = time.perf_counter()
+    while viewer.show(frame):
+        stepped = False
+        if act is not None:
+            act()
+            env.step()
+            stepped = True
+        elif keymap is not None:
+            keymap(glfw, viewer.keys_down(), env.actions[0])
+            env.step()
+            stepped = True
+        else:
+            for key in viewer.keys_pressed():
+                digit = key - glfw.KEY_0
+                if 0 <= digit < env.act_sizes[head]:
+                    env.actions[0, head] = digit
+                    head += 1
+                    if head == len(env.act_sizes):
+                        env.step()
+                        stepped, head = True, 0
+                        print(f"actions {env.actions[0].astype(int).tolist()} -> reward "
+                              f"{env.rewards[0]:+.3f}")
+        if stepped and env.terminals[0]:
+            episodes += 1
+            print(f"episode {episodes}: {_fmt(env.log())}")
+        frame = env.render(0)
+        next_time += period
+        delay = next_time - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        else:
+            next_time = time.perf_counter()
+    viewer.close()
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m envs.play", description=__doc__.splitlines()[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="\n".join(__doc__.splitlines()[2:]))
+    p.add_argument("env", help=f"env name ({', '.join(vecenv.list_envs())}) or header path")
+    who = p.add_mutually_exclusive_group()
+    who.add_argument("--scripted", action="store_true", help="the env's rule-based policy plays")
+    who.add_argument("--random", action="store_true", help="uniform random actions")
+    p.add_argument("--gif", metavar="PATH", help="record one episode to an animated GIF (no window)")
+    p.add_argument("--png", metavar="PATH", help="write one frame of the episode to a PNG (no window)")
+    p.add_argument("--frame", type=int, default=0, help="which frame --png writes (negative: from the end)")
+    p.add_argument("--max-steps", type=int, default=5000, help="longest recorded episode")
+    p.add_argument("--seed", type=int, default=0, help="env seed (and --random's)")
+    p.add_argument("--scale", type=int, default=4, help="window pixels per env pixel")
+    p.add_argument("--fps", type=float, default=None,
+                   help="steps per second (default: 60/frameskip for envs with frameskip, else 30)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override an [env] config key, e.g. --set frameskip=4")
+    args = p.parse_args(argv)
+
+    config = {}
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep:
+            p.error(f"--set expects KEY=VALUE, got {item!r}")
+        config[key] = value
+    env = vecenv.make(args.env, 1, config=config, num_threads=1, seed=args.seed)
+    if args.fps is None:
+        args.fps = 60.0 / env.config["frameskip"] if "frameskip" in env.config else 30.0
+    if args.gif or args.png:
+        frames = record(env, args)
+        if args.gif:
+            write_gif(args.gif, frames, fps=args.fps)
+            print(f"wrote {args.gif}")
+        if args.png:
+            if not -len(frames) <= args.frame < len(frames):
+                sys.exit(f"--frame {args.frame} out of range: the episode has {len(frames)} frames")
+            write_png(args.png, frames[args.frame])
+            print(f"wrote {args.png}")
+    else:
+        play(env, args)
+    env.close()
+
+
+if __name__ == "__main__":
+    main()

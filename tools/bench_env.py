@@ -1,0 +1,66 @@
+"""Env-only throughput: agent steps per second of the C vecenv, with 1 thread and with all.
+
+    python tools/bench_env.py --env platformer [--agents 1024] [--seconds 2]
+
+Random valid actions (a pool cycled through, so the timing excludes random number generation),
+no action validation, no policy. The last line reads `NAME: <steps/s per core> steps/s per core`,
+where per core = the all-threads rate divided by the thread count.
+"""
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import envs  # noqa: E402
+
+
+def steps_per_second(name, agents, threads, seconds, config):
+    env = envs.make(name, agents, config=config, num_threads=threads, check_actions=False)
+    rng = np.random.default_rng(0)
+    pool = [rng.integers(0, env.act_sizes, size=env.actions.shape).astype(np.float32)
+            for _ in range(16)]
+    env.reset()
+    for i in range(20):  # warm up caches and the OpenMP thread team
+        env.actions[:] = pool[i % 16]
+        env.step()
+    steps, start = 0, time.perf_counter()
+    while True:
+        for i in range(50):
+            env.actions[:] = pool[i % 16]
+            env.step()
+        steps += 50
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            break
+    env.close()
+    return steps * env.num_agents / elapsed, env.num_threads
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--env", required=True, help=f"env name ({', '.join(envs.list_envs())}) or header path")
+    p.add_argument("--agents", type=int, default=None, help="total agents (default: the env's .ini [vec] total_agents, else 1024)")
+    p.add_argument("--seconds", type=float, default=2.0, help="timed seconds per measurement")
+    p.add_argument("--threads", type=int, default=None, help="the 'all threads' count (default: usable CPUs)")
+    args = p.parse_args()
+
+    ini = envs.env_ini_path(args.env)
+    agents = args.agents or (envs.read_ini(ini).get("vec", {}).get("total_agents", 1024)
+                             if ini.is_file() else 1024)
+    threads = args.threads or len(os.sched_getaffinity(0))
+    one, _ = steps_per_second(args.env, agents, 1, args.seconds, None)
+    print(f"{args.env}: {agents} agents, 1 thread: {one:,.0f} steps/s")
+    all_rate, used = steps_per_second(args.env, agents, threads, args.seconds, None)
+    print(f"{args.env}: {agents} agents, {used} threads: {all_rate:,.0f} steps/s "
+          f"({all_rate / one:.2f}x one thread)")
+    name = Path(args.env).stem
+    print(f"{name}: {all_rate / used:.0f} steps/s per core")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Builds envs/vecenv_driver.c around each env header with AddressSanitizer and
+# UndefinedBehaviorSanitizer and steps it with random actions (1% garbage: NaN, inf, out of
+# range), reading the [env] keys from the env's .ini.
+#
+#   tools/sanitize_envs.sh                  # every env in envs/*/
+#   tools/sanitize_envs.sh platformer       # one env
+#   AGENTS=16 STEPS=10000 THREADS=2 tools/sanitize_envs.sh
+#
+# Exits 0 if all passed, 1 on a failure, 77 if the compiler cannot build with the sanitizers.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cc="${CC:-cc}"
+flags=(-g -O1 -fno-omit-frame-pointer -fopenmp -fsanitize=address,undefined,float-cast-overflow
+       -fno-sanitize-recover=all -Wall -Wno-unknown-pragmas -Wno-unused-function)
+agents="${AGENTS:-16}"; steps="${STEPS:-10000}"; threads="${THREADS:-2}"
+out="$(mktemp -d)"; trap 'rm -rf "$out"' EXIT
+
+echo 'int main(void){return 0;}' > "$out/probe.c"
+if ! "$cc" "${flags[@]}" "$out/probe.c" -o "$out/probe" 2> "$out/probe.err" || ! "$out/probe"; then
+    echo "SKIP: $cc cannot build and run with ${flags[*]}:" >&2
+    head -5 "$out/probe.err" >&2
+    exit 77
+fi
+
+if [ $# -gt 0 ]; then names=("$@"); else
+    names=(); for d in "$root"/envs/*/; do n="$(basename "$d")"; [ -f "$d/$n.h" ] && names+=("$n"); done
+fi
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1"
+for name in "${names[@]}"; do
+    ini="$root/envs/$name/$name.ini"
+    # key = value lines of the [env] section, comments stripped, _ digit separators removed
+    mapfile -t kv < <([ -f "$ini" ] && awk '
+        /^[[:space:]]*\[/ { in_env = ($0 ~ /^[[:space:]]*\[env\]/); next }
+        in_env { sub(/[;#].*/, ""); gsub(/[[:space:]]/, ""); i = index($0, "=")
+                 if (i) { v = substr($0, i + 1); gsub(/_/, "", v); print substr($0, 1, i) v } }' "$ini" || true)
+    bin="$out/$name"
+    "$cc" "${flags[@]}" -I"$root/envs" -DENV_HEADER="\"$name/$name.h\"" \
+        "$root/envs/vecenv_driver.c" -lm -o "$bin"
+    echo "== $name: $agents agents x $steps steps, $threads threads, [env] ${kv[*]:-}"
+    "$bin" --agents "$agents" --steps "$steps" --threads "$threads" --garbage "${kv[@]}"
+done
+echo "sanitizers: all envs passed"
