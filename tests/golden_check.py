@@ -1,0 +1,62 @@
+"""Golden-file access and the one tolerance table every kernel test uses.
+
+Errors are measured relative to the reference tensor's scale: max|got − want| / max(max|want|, floor).
+A failure names the check, the shape, the max error and where it is.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from safetensors.numpy import load_file
+
+GOLDEN_DIR = Path(__file__).resolve().parent.parent / "golden"
+
+# name -> (relative tolerance, why)
+TOLERANCES = {
+    "matmul": (1e-5, "f32 dot products of ≤ 1031 terms of O(1) values: rounding grows ~√K·2⁻²⁴ ≈ 2e-6 of the scale"),
+}
+
+_cache: dict[str, dict] = {}
+
+
+def golden(family: str) -> dict[str, np.ndarray]:
+    if family not in _cache:
+        path = GOLDEN_DIR / f"{family}.safetensors"
+        if not path.exists():
+            raise FileNotFoundError(f"{path} missing: run `python golden/make_golden.py {family}` (needs the [golden] extra)")
+        _cache[family] = load_file(str(path))
+    return _cache[family]
+
+
+def case(family: str, name: str) -> dict[str, np.ndarray]:
+    g = golden(family)
+    prefix = name + "/"
+    out = {k[len(prefix):]: v for k, v in g.items() if k.startswith(prefix)}
+    if not out:
+        raise KeyError(f"no case {name!r} in golden/{family}.safetensors")
+    return out
+
+
+def rel_error(got: np.ndarray, want: np.ndarray) -> tuple[float, tuple]:
+    got = np.asarray(got, np.float64).reshape(want.shape)
+    want = np.asarray(want, np.float64)
+    scale = max(float(np.abs(want).max()) if want.size else 0.0, 1e-30)
+    diff = np.abs(got - want)
+    if not np.all(np.isfinite(got)):
+        idx = np.unravel_index(np.argmax(~np.isfinite(got)), got.shape)
+        return float("inf"), idx
+    idx = np.unravel_index(np.argmax(diff), diff.shape) if diff.size else ()
+    return float(diff.max() / scale) if diff.size else 0.0, idx
+
+
+def assert_close(label: str, got, want, tol_key: str):
+    tol, why = TOLERANCES[tol_key]
+    want = np.asarray(want)
+    err, idx = rel_error(got, want)
+    if err > tol:
+        g = np.asarray(got, np.float64).reshape(want.shape)
+        raise AssertionError(
+            f"{label} shape {tuple(want.shape)}: max relative error {err:.3e} > {tol:.0e} ({tol_key}: {why}) "
+            f"at index {tuple(int(i) for i in idx)}: got {g[idx]:.8g}, want {want[idx]:.8g}")
+    return err

@@ -1,0 +1,523 @@
+"""GPU runtime: adapter selection, WGSL kernels, buffers and prebuilt dispatch plans.
+
+Everything puffgpu runs on the GPU goes through four objects:
+
+- `GPU`      one adapter + device + queue; buffer helpers (upload, readback, zero).
+- `Kernel`   one entry point of one `shaders/*.wgsl` file, with an explicit bind-group layout
+             derived from the file's declarations, `override` constants set at pipeline creation
+             and a label that names the kernel in every error.
+- `Range`    a byte range of a `Buffer`; kernels take element offsets, so tensors can live inside
+             one big buffer (the flat weight buffer in checkpoint layout).
+- `Plan`     a fixed list of (pipeline, bind group, grid) built once when shapes are known and
+             replayed into one compute pass and one submit (lavapipe: a pass costs ~7 us, a submit
+             ~60 us, a bind group ~15 us to create, so all of those happen once, at build time).
+
+WGSL conventions the runtime relies on (every file in shaders/ follows them):
+- all bindings live in `@group(0)`; storage buffers are `array<f32>` / `array<u32>` / `array<vec4<f32>>`;
+- the last binding is `var<uniform> p: Params;` and the file defines `struct Params` of u32/i32/f32
+  scalars only. For every storage binding `x` that has a `x_off: u32` field in Params, the runtime
+  fills it with the binding's element offset (the part of the range offset not covered by the
+  aligned binding window), so kernels index `x[p.x_off + i]`.
+"""
+from __future__ import annotations
+
+import os
+import re
+import struct
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import wgpu
+
+SHADER_DIR = Path(__file__).resolve().parent.parent / "shaders"
+
+STORAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+PARAMS_SLOT = 256  # bytes per dispatch in a plan's uniform arena (>= every adapter's uniform offset alignment)
+
+INSTALL_HINT = (
+    "No GPU adapter found. puffgpu needs a WebGPU-capable driver:\n"
+    "  - Debian/Ubuntu without a GPU: `sudo apt-get install mesa-vulkan-drivers` (lavapipe, a CPU Vulkan driver)\n"
+    "  - a machine with a GPU: install its Vulkan driver (Linux), or use Metal (macOS) / DX12 (Windows).\n"
+    "Check with: python -c \"import wgpu; print(wgpu.gpu.enumerate_adapters_sync())\""
+)
+
+
+class GPUError(RuntimeError):
+    """A GPU-side problem explained in words (bad shapes, sizes, missing adapter)."""
+
+
+# --------------------------------------------------------------------------------------------
+# adapter selection
+
+def _adapter_kind(info) -> str:
+    return str(info.get("adapter_type", "")).lower()  # 'discretegpu' | 'integratedgpu' | 'cpu' | ...
+
+
+def _adapter_label(info) -> str:
+    return f"{info.get('device') or info.get('vendor')} ({info.get('backend_type')}, {info.get('adapter_type')})"
+
+
+def choose_adapter(force: str | None = None):
+    """Pick an adapter: a real GPU first, a CPU adapter (lavapipe) only if there is none.
+
+    `force` (or env var PUFFGPU_ADAPTER) selects by a case-insensitive substring of the device
+    name, vendor, backend ('vulkan', 'metal', 'd3d12') or adapter type ('cpu', 'discrete').
+    """
+    force = force if force is not None else os.environ.get("PUFFGPU_ADAPTER")
+    adapters = [a for a in wgpu.gpu.enumerate_adapters_sync()]
+    # The GL backend is a compatibility path with weaker compute support: only if asked for by name.
+    usable = [a for a in adapters if str(a.info.get("backend_type")).lower() != "opengl"]
+    if force:
+        key = force.lower()
+        match = [a for a in adapters if any(key in str(a.info.get(f, "")).lower()
+                                            for f in ("device", "vendor", "backend_type", "adapter_type", "description"))]
+        if not match:
+            names = "\n  ".join(_adapter_label(a.info) for a in adapters) or "(none)"
+            raise GPUError(f"PUFFGPU_ADAPTER/--adapter {force!r} matches no adapter. Available:\n  {names}")
+        return match[0]
+    if not usable:
+        raise GPUError(INSTALL_HINT)
+    rank = {"discretegpu": 0, "integratedgpu": 1, "virtualgpu": 2, "unknown": 3, "cpu": 4}
+    usable.sort(key=lambda a: rank.get(_adapter_kind(a.info), 3))
+    return usable[0]
+
+
+# --------------------------------------------------------------------------------------------
+# buffers
+
+class Buffer:
+    """A GPU storage buffer with a label and a size in bytes."""
+
+    def __init__(self, gpu: "GPU", nbytes: int, label: str, usage=STORAGE):
+        if nbytes <= 0:
+            raise GPUError(f"buffer {label!r}: size must be positive, got {nbytes}")
+        if nbytes > gpu.limits["max-buffer-size"]:
+            raise GPUError(f"buffer {label!r}: {nbytes} bytes exceeds the adapter's max buffer size "
+                           f"{gpu.limits['max-buffer-size']}")
+        self.gpu, self.nbytes, self.label = gpu, nbytes, label
+        self.raw = gpu.device.create_buffer(size=(nbytes + 3) // 4 * 4, usage=usage, label=label)
+
+    def range(self, offset: int = 0, nbytes: int | None = None) -> "Range":
+        return Range(self, offset, self.nbytes - offset if nbytes is None else nbytes)
+
+    def f32(self, offset: int = 0, count: int | None = None) -> "Range":
+        """Range in float32 elements: `buf.f32(off, n)` = elements [off, off+n)."""
+        return self.range(4 * offset, None if count is None else 4 * count)
+
+    def __repr__(self):
+        return f"Buffer({self.label!r}, {self.nbytes} B)"
+
+
+@dataclass(frozen=True)
+class Range:
+    buffer: Buffer
+    offset: int  # bytes
+    nbytes: int
+
+    def __post_init__(self):
+        if self.offset < 0 or self.nbytes < 0 or self.offset + self.nbytes > self.buffer.nbytes:
+            raise GPUError(f"range [{self.offset}, {self.offset + self.nbytes}) B is outside buffer "
+                           f"{self.buffer.label!r} of {self.buffer.nbytes} B")
+        if self.offset % 4:
+            raise GPUError(f"range offset {self.offset} in {self.buffer.label!r} is not 4-byte aligned")
+
+    def f32(self, offset: int = 0, count: int | None = None) -> "Range":
+        """Sub-range in float32 elements relative to this range."""
+        n = self.nbytes // 4 - offset if count is None else count
+        return Range(self.buffer, self.offset + 4 * offset, 4 * n)
+
+    @property
+    def count(self) -> int:
+        return self.nbytes // 4
+
+
+# --------------------------------------------------------------------------------------------
+# WGSL parsing: bindings, Params struct, which bindings each entry point uses
+
+_BINDING_RE = re.compile(
+    r"@group\(0\)\s*@binding\((\d+)\)\s*var(?:<\s*(storage|uniform)\s*(?:,\s*(read|read_write))?\s*>)?\s+(\w+)\s*:")
+_FN_RE = re.compile(r"\bfn\s+(\w+)\s*\(")
+_STRUCT_RE = re.compile(r"struct\s+Params\s*\{([^}]*)\}", re.S)
+
+
+def _strip_comments(src: str) -> str:
+    return re.sub(r"//[^\n]*", "", src)
+
+
+def _function_bodies(src: str) -> dict[str, str]:
+    bodies = {}
+    for m in _FN_RE.finditer(src):
+        i = src.index("{", m.end())
+        depth, j = 0, i
+        while True:
+            if src[j] == "{":
+                depth += 1
+            elif src[j] == "}":
+                depth -= 1
+                if depth == 0:
+                    break
+            j += 1
+        bodies[m.group(1)] = src[m.start():j + 1]
+    return bodies
+
+
+@dataclass
+class ShaderFile:
+    name: str
+    source: str
+    bindings: list[tuple[int, str, str]]  # (binding, kind: 'read'|'read_write'|'uniform', name)
+    params: list[tuple[str, str]]  # (field, 'u32'|'i32'|'f32')
+    uses: dict[str, set[str]]  # entry/function name -> binding names it uses (transitively)
+
+    @classmethod
+    def load(cls, name: str) -> "ShaderFile":
+        path = SHADER_DIR / name
+        if not path.exists():
+            known = ", ".join(sorted(p.name for p in SHADER_DIR.glob("*.wgsl")))
+            raise GPUError(f"shader file {name!r} not found in {SHADER_DIR} (have: {known})")
+        source = path.read_text()
+        src = _strip_comments(source)
+        bindings = []
+        for m in _BINDING_RE.finditer(src):
+            kind = "uniform" if m.group(2) == "uniform" else (m.group(3) or "read")
+            bindings.append((int(m.group(1)), kind, m.group(4)))
+        bindings.sort()
+        if [b[0] for b in bindings] != list(range(len(bindings))):
+            raise GPUError(f"{name}: bindings must be numbered 0..n-1, got {[b[0] for b in bindings]}")
+        params = []
+        sm = _STRUCT_RE.search(src)
+        if sm:
+            for fm in re.finditer(r"(\w+)\s*:\s*(u32|i32|f32)", sm.group(1)):
+                params.append((fm.group(1), fm.group(2)))
+        bodies = _function_bodies(src)
+        names = {b[2] for b in bindings}
+        direct = {f: {n for n in names if re.search(rf"\b{n}\b", body)} for f, body in bodies.items()}
+        calls = {f: {g for g in bodies if g != f and re.search(rf"\b{g}\s*\(", body)} for f, body in bodies.items()}
+        uses = {}
+        for f in bodies:
+            seen, stack, acc = set(), [f], set()
+            while stack:
+                g = stack.pop()
+                if g in seen:
+                    continue
+                seen.add(g)
+                acc |= direct[g]
+                stack.extend(calls[g])
+            uses[f] = acc
+        return cls(name, source, bindings, params, uses)
+
+
+# --------------------------------------------------------------------------------------------
+# kernels
+
+class Kernel:
+    """One compute entry point with its pipeline and explicit bind-group layout."""
+
+    def __init__(self, gpu: "GPU", file: str, entry: str, constants: dict | None = None):
+        self.gpu, self.file, self.entry = gpu, file, entry
+        self.constants = dict(constants or {})
+        sf = gpu._shader_file(file)
+        if entry not in sf.uses:
+            raise GPUError(f"{file}: no entry point {entry!r}")
+        self.shader = sf
+        self.label = f"{file}:{entry}" + ("" if not self.constants else
+                                          "[" + ",".join(f"{k}={v}" for k, v in sorted(self.constants.items())) + "]")
+        self.used = sf.uses[entry]
+        entries = []
+        for b, kind, name in sf.bindings:
+            t = {"uniform": wgpu.BufferBindingType.uniform,
+                 "read": wgpu.BufferBindingType.read_only_storage,
+                 "read_write": wgpu.BufferBindingType.storage}[kind]
+            entries.append({"binding": b, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": t}})
+        dev = gpu.device
+        self.layout = dev.create_bind_group_layout(entries=entries, label=self.label)
+        module = gpu._module(file)
+        stage = {"module": module, "entry_point": entry}
+        if self.constants:
+            stage["constants"] = {k: float(v) for k, v in self.constants.items()}
+        self.pipeline = dev.create_compute_pipeline(
+            layout=dev.create_pipeline_layout(bind_group_layouts=[self.layout], label=self.label),
+            compute=stage, label=self.label)
+        self.param_fields = sf.params
+        self.param_names = [f for f, _ in sf.params]
+
+    def pack_params(self, params: dict) -> bytes:
+        unknown = set(params) - set(self.param_names)
+        if unknown:
+            raise GPUError(f"{self.label}: unknown params {sorted(unknown)}; Params has {self.param_names}")
+        out = bytearray()
+        for name, typ in self.param_fields:
+            v = params.get(name, 0)
+            if typ == "f32":
+                out += struct.pack("<f", float(v))
+            else:
+                iv = int(v)
+                if iv != v:
+                    raise GPUError(f"{self.label}: param {name} must be an integer, got {v!r}")
+                if typ == "u32" and not (0 <= iv < 2 ** 32):
+                    raise GPUError(f"{self.label}: param {name}={iv} does not fit u32")
+                out += struct.pack("<I" if typ == "u32" else "<i", iv)
+        return bytes(out) or b"\0" * 4
+
+    def __repr__(self):
+        return f"Kernel({self.label})"
+
+
+@dataclass
+class Dispatch:
+    kernel: Kernel
+    bind_group: object
+    grid: tuple[int, int, int]
+
+
+class Plan:
+    """A fixed list of dispatches, encoded into one compute pass (and one submit by `GPU.run`).
+
+    Build with `plan.add(kernel, grid, params, **bindings)`; each dispatch gets its own 256-byte
+    slot in the plan's uniform arena, written once at `finalize()` (done lazily by the first run).
+    """
+
+    def __init__(self, gpu: "GPU", label: str):
+        self.gpu, self.label = gpu, label
+        self.dispatches: list[Dispatch] = []
+        self._params: list[bytes] = []
+        self._pending: list[tuple] = []
+        self.arena = None
+        self.encode_seconds = 0.0  # CPU time of the last encode
+
+    def add(self, kernel: Kernel, grid, params: dict | None = None, **bindings: Range) -> "Plan":
+        if self.arena is not None:
+            raise GPUError(f"plan {self.label!r} is finalized; build a new plan to add dispatches")
+        grid = tuple(int(g) for g in (grid if isinstance(grid, (tuple, list)) else (grid,))) + (1, 1)
+        grid = grid[:3]
+        lim = self.gpu.limits["max-compute-workgroups-per-dimension"]
+        if any(g < 1 for g in grid) or any(g > lim for g in grid):
+            raise GPUError(f"{kernel.label} in plan {self.label!r}: grid {grid} must be within 1..{lim} per dimension")
+        params = dict(params or {})
+        names = {b[2] for b in kernel.shader.bindings if b[1] != "uniform"}
+        unknown = set(bindings) - names
+        if unknown:
+            raise GPUError(f"{kernel.label}: unknown bindings {sorted(unknown)}; the shader declares {sorted(names)}")
+        missing = (kernel.used & names) - set(bindings)
+        if missing:
+            raise GPUError(f"{kernel.label}: entry point uses bindings {sorted(missing)} but none were given")
+        entries = []
+        align = self.gpu.limits["min-storage-buffer-offset-alignment"]
+        max_bind = self.gpu.limits["max-storage-buffer-binding-size"]
+        for b, kind, name in kernel.shader.bindings:
+            if kind == "uniform":
+                entries.append((b, None))
+                continue
+            r = bindings.get(name)
+            if r is None:
+                entries.append((b, {"buffer": self.gpu.dummy.raw, "offset": 0, "size": self.gpu.dummy.nbytes}))
+                continue
+            if not isinstance(r, Range):
+                r = r.range()
+            start = r.offset // align * align
+            size = (r.offset + max(r.nbytes, 4) - start + 3) // 4 * 4
+            if size > max_bind:
+                raise GPUError(f"{kernel.label}: binding {name} needs {size} B from {r.buffer.label!r} but the "
+                               f"adapter binds at most {max_bind} B; split the work")
+            if start + size > r.buffer.raw.size:
+                raise GPUError(f"{kernel.label}: binding {name} overruns {r.buffer.label!r}")
+            off_field = f"{name}_off"
+            if off_field in kernel.param_names:
+                params.setdefault(off_field, (r.offset - start) // 4)
+            elif r.offset != start:
+                raise GPUError(f"{kernel.label}: binding {name} starts at byte {r.offset} of {r.buffer.label!r}, "
+                               f"which is not {align}-aligned, and Params has no {off_field} field")
+            entries.append((b, {"buffer": r.buffer.raw, "offset": start, "size": size}))
+        self._pending.append((kernel, grid, entries))
+        self._params.append(kernel.pack_params(params))
+        return self
+
+    def finalize(self):
+        if self.arena is not None:
+            return self
+        n = max(1, len(self._pending))
+        self.arena = self.gpu.buffer(n * PARAMS_SLOT, f"{self.label}.params",
+                                     usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST)
+        blob = bytearray(n * PARAMS_SLOT)
+        for i, p in enumerate(self._params):
+            if len(p) > PARAMS_SLOT:
+                raise GPUError(f"{self._pending[i][0].label}: Params is {len(p)} B, more than {PARAMS_SLOT}")
+            blob[i * PARAMS_SLOT:i * PARAMS_SLOT + len(p)] = p
+        self.gpu.queue.write_buffer(self.arena.raw, 0, bytes(blob))
+        for i, (kernel, grid, entries) in enumerate(self._pending):
+            resolved = []
+            for b, res in entries:
+                if res is None:
+                    res = {"buffer": self.arena.raw, "offset": i * PARAMS_SLOT, "size": len(self._params[i])}
+                resolved.append({"binding": b, "resource": res})
+            bg = self.gpu.device.create_bind_group(layout=kernel.layout, entries=resolved,
+                                                   label=f"{self.label}/{i}:{kernel.label}")
+            self.dispatches.append(Dispatch(kernel, bg, grid))
+        self._pending = []
+        return self
+
+    def extend(self, other: "Plan") -> "Plan":
+        """Append another (finalized) plan's dispatches; its arena stays alive through the bind groups."""
+        other.finalize()
+        self.finalize()
+        self.dispatches.extend(other.dispatches)
+        self._keep = getattr(self, "_keep", []) + [other.arena]
+        return self
+
+    def encode(self, cpass):
+        t0 = time.perf_counter()
+        last = None
+        for d in self.dispatches:
+            if d.kernel.pipeline is not last:
+                cpass.set_pipeline(d.kernel.pipeline)
+                last = d.kernel.pipeline
+            cpass.set_bind_group(0, d.bind_group)
+            cpass.dispatch_workgroups(*d.grid)
+        self.encode_seconds = time.perf_counter() - t0
+
+    def __len__(self):
+        return len(self.dispatches) + len(self._pending)
+
+
+# --------------------------------------------------------------------------------------------
+# the device
+
+class GPU:
+    def __init__(self, adapter: str | None = None, quiet: bool = False):
+        self.adapter = choose_adapter(adapter)
+        self.info = self.adapter.info
+        want = ["timestamp-query", "subgroup"]
+        features = [f for f in want if f in self.adapter.features]
+        alimits = self.adapter.limits
+        limits = {k: alimits[k] for k in ("max-storage-buffer-binding-size", "max-buffer-size",
+                                          "max-compute-workgroups-per-dimension",
+                                          "max-compute-invocations-per-workgroup",
+                                          "max-compute-workgroup-size-x", "max-storage-buffers-per-shader-stage",
+                                          "max-compute-workgroup-storage-size")}
+        self.device = self.adapter.request_device_sync(required_features=features, required_limits=limits,
+                                                       label="puffgpu")
+        self.queue = self.device.queue
+        self.limits = dict(self.device.limits)
+        self.features = set(features)
+        self.is_cpu = _adapter_kind(self.info) == "cpu"
+        self.name = str(self.info.get("device") or self.info.get("vendor") or "unknown adapter")
+        self.backend = str(self.info.get("backend_type"))
+        self._files: dict[str, ShaderFile] = {}
+        self._modules: dict[str, object] = {}
+        self._kernels: dict[tuple, Kernel] = {}
+        self._staging = None
+        self.dummy = self.buffer(256, "dummy")
+        if not quiet:
+            print(f"adapter: {self.describe()}", file=sys.stderr)
+
+    def describe(self) -> str:
+        return f"{self.name} [{self.backend}, {self.info.get('adapter_type')}]"
+
+    # shaders -----------------------------------------------------------------------------
+    def _shader_file(self, file: str) -> ShaderFile:
+        if file not in self._files:
+            self._files[file] = ShaderFile.load(file)
+        return self._files[file]
+
+    def _module(self, file: str):
+        if file not in self._modules:
+            self._modules[file] = self.device.create_shader_module(code=self._shader_file(file).source, label=file)
+        return self._modules[file]
+
+    def kernel(self, file: str, entry: str, **constants) -> Kernel:
+        key = (file, entry, tuple(sorted(constants.items())))
+        if key not in self._kernels:
+            self._kernels[key] = Kernel(self, file, entry, constants)
+        return self._kernels[key]
+
+    def plan(self, label: str) -> Plan:
+        return Plan(self, label)
+
+    # buffers -----------------------------------------------------------------------------
+    def buffer(self, nbytes: int, label: str, usage=STORAGE) -> Buffer:
+        return Buffer(self, nbytes, label, usage)
+
+    def array(self, data: np.ndarray, label: str) -> Buffer:
+        """A new storage buffer holding `data` (any dtype, uploaded as raw bytes)."""
+        data = np.ascontiguousarray(data)
+        buf = self.buffer(max(4, data.nbytes), label)
+        if data.nbytes:
+            self.queue.write_buffer(buf.raw, 0, data)
+        return buf
+
+    def upload(self, dst: Range | Buffer, data: np.ndarray):
+        dst = dst if isinstance(dst, Range) else dst.range()
+        data = np.ascontiguousarray(data)
+        if data.nbytes > dst.nbytes:
+            raise GPUError(f"upload of {data.nbytes} B does not fit range of {dst.nbytes} B in {dst.buffer.label!r}")
+        self.queue.write_buffer(dst.buffer.raw, dst.offset, data)
+
+    def zero(self, dst: Range | Buffer, encoder=None):
+        dst = dst if isinstance(dst, Range) else dst.range()
+        if dst.offset % 4 or dst.nbytes % 4:
+            raise GPUError("zero() needs 4-byte aligned ranges")
+        enc = encoder or self.device.create_command_encoder(label="zero")
+        enc.clear_buffer(dst.buffer.raw, dst.offset, dst.nbytes)
+        if encoder is None:
+            self.queue.submit([enc.finish()])
+
+    def _staging_for(self, nbytes: int):
+        if self._staging is None or self._staging.size < nbytes:
+            size = max(nbytes, 1 << 16)
+            self._staging = self.device.create_buffer(size=(size + 3) // 4 * 4, label="readback staging",
+                                                      usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+        return self._staging
+
+    def read(self, src: Range | Buffer, dtype=np.float32) -> np.ndarray:
+        return self.run(None, read=src, dtype=dtype)
+
+    def run(self, plans, read: Range | Buffer | None = None, dtype=np.float32, before=None):
+        """Encode `plans` into one compute pass, optionally copy `read` to staging, submit once.
+
+        `before(encoder)` may record copies that precede the pass. Returns the read data (a numpy
+        copy) or None. Without a read, returns without waiting for the GPU.
+        """
+        enc = self.device.create_command_encoder(label="puffgpu.run")
+        if before is not None:
+            before(enc)
+        if plans is not None:
+            plans = plans if isinstance(plans, (list, tuple)) else [plans]
+            cpass = enc.begin_compute_pass(label="+".join(p.label for p in plans))
+            for p in plans:
+                p.finalize()
+                p.encode(cpass)
+            cpass.end()
+        staging = None
+        if read is not None:
+            read = read if isinstance(read, Range) else read.range()
+            if read.nbytes % 4:
+                raise GPUError("readback size must be a multiple of 4 bytes")
+            staging = self._staging_for(read.nbytes)
+            enc.copy_buffer_to_buffer(read.buffer.raw, read.offset, staging, 0, read.nbytes)
+        self.queue.submit([enc.finish()])
+        if staging is None:
+            return None
+        staging.map_sync(wgpu.MapMode.READ, 0, read.nbytes)
+        try:
+            data = np.frombuffer(staging.read_mapped(0, read.nbytes, copy=True), dtype=dtype).copy()
+        finally:
+            staging.unmap()
+        return data
+
+    def sync(self):
+        """Wait for all submitted work (wgpu-py 0.32's on_submitted_work_done_sync is broken: map instead)."""
+        self.read(self.dummy.range(0, 4))
+
+
+_DEFAULT: GPU | None = None
+
+
+def get_gpu(adapter: str | None = None, quiet: bool = False) -> GPU:
+    """The process-wide GPU (created on first use)."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = GPU(adapter, quiet=quiet)
+    return _DEFAULT
