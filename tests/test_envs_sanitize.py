@@ -1,6 +1,7 @@
 """Every env under AddressSanitizer + UndefinedBehaviorSanitizer, stepped with random actions
 (1% garbage) for 160k agent steps: tools/sanitize_envs.sh, the one command for it."""
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -15,8 +16,7 @@ def test_sanitizer_build_of_every_env():
         pytest.skip("bash is needed to run tools/sanitize_envs.sh")
     res = subprocess.run(["bash", str(ROOT / "tools" / "sanitize_envs.sh")], cwd=ROOT,
                          capture_output=True, text=True, timeout=600,
-                         env={"PATH": "/usr/local/bin:/usr/bin:/bin", "AGENTS": "16",
-                              "STEPS": "10000", "THREADS": "2"})
+                         env=dict(os.environ, AGENTS="16", STEPS="10000", THREADS="2"))
     if res.returncode == 77:
         pytest.skip(f"the C compiler lacks the sanitizer runtime: {res.stderr.strip()}")
     assert res.returncode == 0, f"{res.stdout[-3000:]}\n{res.stderr[-5000:]}"
