@@ -142,7 +142,11 @@ def _compile(header, modname, out_path, cc, flags):
             link += ["-undefined", "dynamic_lookup"]
         cmd = [*cc, *flags, f"-I{sysconfig.get_paths()['include']}", f"-I{ENVS_DIR}",
                f"-I{header.parent}", str(c_file), *link, "-o", str(so_tmp), "-lm"]
-        res = subprocess.run(cmd, capture_output=True, text=True)
+        try:
+            res = subprocess.run(cmd, capture_output=True, text=True)
+        except FileNotFoundError:
+            raise RuntimeError(f"no C compiler {cc[0]!r} found to build env {header.name}; "
+                               f"install gcc or clang, or name one with PUFFGPU_CC") from None
         if res.returncode != 0:
             raise EnvBuildError(
                 f"compiling env header {header} failed (exit {res.returncode}):\n"
