@@ -131,6 +131,11 @@ def _compile(header, modname, out_path, cc, flags):
     ffi = cffi.FFI()
     ffi.cdef(CDEF)
     ffi.set_source(modname, f"#define ENV_HEADER {_c_string(header)}\n#include \"vecenv.c\"\n")
+    py_include = Path(sysconfig.get_paths()["include"])
+    if not (py_include / "Python.h").is_file():
+        raise RuntimeError(f"building env {header.name} needs the Python C headers, but "
+                           f"{py_include}/Python.h is missing; install them (Debian/Ubuntu: "
+                           f"apt-get install python3-dev)")
     out_path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f"{modname}-", dir=out_path.parent) as tmp:
         c_file = Path(tmp) / f"{modname}.c"
@@ -140,7 +145,7 @@ def _compile(header, modname, out_path, cc, flags):
         link = ["-shared"]
         if sys.platform == "darwin":
             link += ["-undefined", "dynamic_lookup"]
-        cmd = [*cc, *flags, f"-I{sysconfig.get_paths()['include']}", f"-I{ENVS_DIR}",
+        cmd = [*cc, *flags, f"-I{py_include}", f"-I{ENVS_DIR}",
                f"-I{header.parent}", str(c_file), *link, "-o", str(so_tmp), "-lm"]
         try:
             res = subprocess.run(cmd, capture_output=True, text=True)

@@ -15,6 +15,10 @@ GOLDEN_DIR = Path(__file__).resolve().parent.parent / "golden"
 # name -> (relative tolerance, why)
 TOLERANCES = {
     "matmul": (1e-5, "f32 dot products of ≤ 1031 terms of O(1) values: rounding grows ~√K·2⁻²⁴ ≈ 2e-6 of the scale"),
+    "mingru": (1e-5, "elementwise f32 recurrence; exp/sigmoid differ from float64 by a few ulp per step, 64 steps"),
+    "mingru_grad": (1e-4, "gradients carried back through ≤ 64 steps of products of f32 gates"),
+    "policy": (1e-5, "f32 matmuls (K ≤ 413) feeding 4 recurrent layers: ~1e-6 of the output scale"),
+    "policy_grad": (1e-4, "dW sums ≤ 48 rows of products through 4 layers and 16 steps; d obs through all of them"),
 }
 
 _cache: dict[str, dict] = {}

@@ -194,7 +194,7 @@ class ShaderFile:
                 params.append((fm.group(1), fm.group(2)))
         bodies = _function_bodies(src)
         names = {b[2] for b in bindings}
-        direct = {f: {n for n in names if re.search(rf"\b{n}\b", body)} for f, body in bodies.items()}
+        direct = {f: {n for n in names if re.search(rf"(?<![.\w]){n}\b", body)} for f, body in bodies.items()}  # not .member
         calls = {f: {g for g in bodies if g != f and re.search(rf"\b{g}\s*\(", body)} for f, body in bodies.items()}
         uses = {}
         for f in bodies:
@@ -301,7 +301,7 @@ class Plan:
         unknown = set(bindings) - names
         if unknown:
             raise GPUError(f"{kernel.label}: unknown bindings {sorted(unknown)}; the shader declares {sorted(names)}")
-        missing = (kernel.used & names) - set(bindings)
+        missing = (kernel.used & names) - set(bindings)  # pass name=None to leave a used binding unbound on purpose
         if missing:
             raise GPUError(f"{kernel.label}: entry point uses bindings {sorted(missing)} but none were given")
         entries = []
@@ -312,8 +312,9 @@ class Plan:
                 entries.append((b, None))
                 continue
             r = bindings.get(name)
-            if r is None:
-                entries.append((b, {"buffer": self.gpu.dummy.raw, "offset": 0, "size": self.gpu.dummy.nbytes}))
+            if r is None:  # unused by this entry point; read-only and writable get separate dummies
+                dummy = self.gpu.dummy if kind == "read_write" else self.gpu.dummy_ro
+                entries.append((b, {"buffer": dummy.raw, "offset": 0, "size": dummy.nbytes}))
                 continue
             if not isinstance(r, Range):
                 r = r.range()
@@ -409,7 +410,8 @@ class GPU:
         self._modules: dict[str, object] = {}
         self._kernels: dict[tuple, Kernel] = {}
         self._staging = None
-        self.dummy = self.buffer(256, "dummy")
+        self.dummy = self.buffer(256, "dummy")  # bound where an entry point leaves a binding unused
+        self.dummy_ro = self.buffer(256, "dummy (read-only)")
         if not quiet:
             print(f"adapter: {self.describe()}", file=sys.stderr)
 

@@ -1,0 +1,144 @@
+"""The policy on the GPU: PufferLib layout, init, full forward/backward vs torch, rollout == scan, sampling."""
+import math
+
+import numpy as np
+import pytest
+
+from golden_check import assert_close, case, golden
+from trainer.policy import (Activations, Policy, PolicySpec, Rollout, RolloutStep, ceil4, flatten, init_weights,
+                            policy_backward, policy_forward, unflatten)
+
+PLATFORMER = PolicySpec(obs_size=413, hidden=128, layers=4, act_sizes=(3, 3))
+
+
+def test_layout_matches_pufferlib_checkpoint_size():
+    assert PLATFORMER.nbytes == 1_001_472
+    names = [t.name for t in PLATFORMER.tensors]
+    assert names == ["encoder", "decoder", "mingru.0", "mingru.1", "mingru.2", "mingru.3"]
+    assert [t.offset % 8 for t in PLATFORMER.tensors] == [0] * 6
+    assert PLATFORMER.decoder.shape == (7, 128) and PLATFORMER.mingru(3).shape == (384, 128)
+
+
+def test_layout_pads_each_tensor_to_8_floats():
+    spec = PolicySpec(obs_size=3, hidden=8, layers=1, act_sizes=(2,))  # encoder 24, decoder 24: aligned
+    assert [t.offset for t in spec.tensors] == [0, 24, 48]
+    odd = PolicySpec(obs_size=413, hidden=8, layers=1, act_sizes=(2, 2))  # decoder 5·8 = 40, encoder 3304
+    assert all(t.offset % 8 == 0 for t in odd.tensors)
+    with pytest.raises(ValueError, match="multiple of 8"):
+        PolicySpec(obs_size=4, hidden=12, layers=1, act_sizes=(2,))
+
+
+def test_init_bounds_and_seed():
+    flat = init_weights(PLATFORMER, seed=73)
+    w = unflatten(PLATFORMER, flat)
+    for name, t in w.items():
+        bound = (math.sqrt(2) if name == "encoder" else 1.0) / math.sqrt(t.shape[1])
+        assert np.abs(t).max() <= bound
+        assert abs(t.std() - bound / math.sqrt(3)) < 0.05 * bound  # uniform(−b, b) has std b/√3
+    assert np.array_equal(flat, init_weights(PLATFORMER, seed=73))
+    assert not np.array_equal(flat, init_weights(PLATFORMER, seed=74))
+    assert np.array_equal(flatten(PLATFORMER, w), flat)
+
+
+def _pad_rows(a, ld):
+    out = np.zeros((a.shape[0], ld), np.float32)
+    out[:, :a.shape[1]] = a
+    return out
+
+
+@pytest.mark.parametrize("name", sorted({k.split("/")[0] for k in golden("policy")}))
+def test_policy_forward_backward_golden(gpu, name):
+    g = case("policy", name)
+    R, T, D = g["obs"].shape
+    L, _, H = g["h0"].shape
+    heads = tuple(int(v) for v in __import__("json").loads(
+        __import__("safetensors").safe_open(str(__import__("golden_check").GOLDEN_DIR / "policy.safetensors"),
+                                            "np").metadata()["cases"])[name]["act_sizes"])
+    spec = PolicySpec(obs_size=D, hidden=H, layers=L, act_sizes=heads)
+    weights = flatten(spec, {k[2:]: v for k, v in g.items() if k.startswith("w.")})
+    policy = Policy(gpu, spec, weights)
+    act = Activations(gpu, spec, R, T)
+    M, ldo_obs = R * T, ceil4(D)
+    obs = gpu.array(_pad_rows(g["obs"].reshape(M, D), ldo_obs), "obs")
+    term = gpu.array(g["terminals"], "terminals")
+    h0 = gpu.array(g["h0"], "h0")
+    h0r = [h0.f32(l * R * H, R * H) for l in range(L)]
+    gpu.upload(act.dout, _pad_rows(g["dout"].reshape(M, spec.out), act.ldo))
+    dobs = gpu.buffer(4 * M * D, "dobs")
+    plan = gpu.plan(f"policy {name}")
+    policy_forward(plan, policy, act, obs.range(), ldo_obs, term.range(), h0r)
+    policy_backward(plan, policy, act, obs.range(), ldo_obs, term.range(), h0r, dobs=dobs.range())
+    gpu.run(plan)
+    label = f"{name} D={D} H={H} L={L} R={R} T={T}"
+    out = gpu.read(act.out).reshape(M, act.ldo)[:, :spec.out]
+    assert_close(f"policy_forward out {label}", out, g["out"].reshape(M, spec.out), "policy")
+    grads = unflatten(spec, gpu.read(policy.grads))
+    for t in spec.tensors:
+        assert_close(f"policy_backward d{t.name} {label}", grads[t.name], g[f"dw.{t.name}"], "policy_grad")
+    assert_close(f"policy_backward dobs {label}", gpu.read(dobs), g["dobs"].reshape(M, D), "policy_grad")
+
+
+def _log_softmax(x):
+    m = x.max(-1, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(-1, keepdims=True))
+
+
+def test_rollout_steps_equal_training_scan(gpu):
+    """T rollout steps (carried state, resets) and one training scan over the stored data agree."""
+    spec = PolicySpec(obs_size=13, hidden=16, layers=3, act_sizes=(3, 2))
+    N, T = 37, 9
+    rng = np.random.default_rng(5)
+    policy = Policy(gpu, spec, seed=3)
+    ro = Rollout(gpu, spec, N, T)
+    step = RolloutStep(policy, ro, seed=11)
+    # warm the recurrent state up so the rollout starts from a nonzero state
+    for t in range(3):
+        step(t + 1, t, rng.standard_normal((N, 13)), np.zeros(N), np.zeros(N))
+    terms = (rng.random((T, N)) < 0.2).astype(np.float32)
+    for t in range(T):
+        step(t, 100 + t, rng.standard_normal((N, 13)).astype(np.float32), rng.standard_normal(N), terms[t])
+    act = Activations(gpu, spec, N, T)
+    h0 = [ro.state_of(ro.initial_state, l) for l in range(spec.layers)]
+    plan = gpu.plan("scan")
+    policy_forward(plan, policy, act, ro.obs.range(), ro.ldo, ro.terminals.range(), h0)
+    gpu.run(plan)
+    out = gpu.read(act.out).reshape(N * T, act.ldo)
+    values = gpu.read(ro.values)
+    assert np.max(np.abs(out[:, spec.A] - values)) < 1e-5 * max(1.0, np.abs(values).max())
+    actions = gpu.read(ro.actions).reshape(N * T, spec.K).astype(int)
+    lp = _log_softmax(out[:, :3])[np.arange(N * T), actions[:, 0]] + _log_softmax(out[:, 3:5])[np.arange(N * T), actions[:, 1]]
+    assert np.max(np.abs(lp - gpu.read(ro.logprobs))) < 1e-5
+    assert np.array_equal(gpu.read(ro.terminals).reshape(N, T), terms.T)
+
+
+def test_sampling_frequencies_logprob_and_determinism(gpu):
+    """Inverse-CDF sampling matches softmax frequencies; logprob is the summed log-softmax; seeded."""
+    spec = PolicySpec(obs_size=4, hidden=8, layers=1, act_sizes=(3, 4))
+    N = 20000
+    policy = Policy(gpu, spec, seed=0)
+    # zero weights except the decoder, and a constant input → identical logits for every agent
+    flat = np.zeros(spec.num_floats, np.float32)
+    w = unflatten(spec, flat)
+    w["encoder"][:, 0] = 1.0
+    dec = np.zeros((spec.out, 8), np.float32)
+    dec[:, 0] = [0.5, -1.0, 2.0, 0.0, 1.0, -2.0, 0.3, 0.7]
+    w["decoder"] = dec
+    policy.write_weights(flatten(spec, w))
+    ro = Rollout(gpu, spec, N, 1)
+    step = RolloutStep(policy, ro, seed=123)
+    obs = np.zeros((N, 4), np.float32)
+    obs[:, 0] = 1.0
+    reset = np.ones(N)  # terminal every step: the state restarts from 0, so the logits repeat exactly
+    a1 = step(0, 7, obs, np.zeros(N), reset)
+    a2 = step(0, 7, obs, np.zeros(N), reset)
+    a3 = step(0, 8, obs, np.zeros(N), reset)
+    assert np.array_equal(a1, a2), "same seed and step must give the same actions"
+    assert not np.array_equal(a1, a3)
+    out = gpu.read(step.out).reshape(N, step.ldo)[0]
+    for h, (lo, hi) in enumerate(((0, 3), (3, 7))):
+        p = np.exp(_log_softmax(out[lo:hi]))
+        freq = np.bincount(a3[:, h].astype(int), minlength=hi - lo) / N
+        assert np.all(np.abs(freq - p) < 4 * np.sqrt(p * (1 - p) / N) + 1e-3), (h, freq, p)
+    lp = _log_softmax(out[0:3])[a3[:, 0].astype(int)] + _log_softmax(out[3:7])[a3[:, 1].astype(int)]
+    assert np.max(np.abs(gpu.read(ro.logprobs) - lp)) < 1e-5
+    assert np.allclose(gpu.read(ro.values), out[7], atol=1e-6)

@@ -1,0 +1,403 @@
+"""PufferLib 5.0's default policy on the GPU: one flat weight buffer, rollout step, training scan.
+
+Architecture (DESIGN.md "Numerics"): encoder W_enc [H, D] (no activation) → L MinGRU layers
+W_l [3H, H] → decoder W_dec [A+1, H] (all heads' logits, then the value). Bias-free, y = x·Wᵀ.
+
+The weights live in ONE float32 buffer in PufferLib's checkpoint order and padding: encoder,
+decoder, MinGRU layers 0..L−1, each tensor zero-padded to a multiple of 8 floats. Saving a
+checkpoint is copying that buffer (trainer/checkpoint.py). Gradients and Muon's momentum use the
+same layout in their own buffers.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from . import ops
+from .gpu import GPU, Buffer, GPUError, Plan, Range
+
+PAD = 8  # floats: PufferLib aligns every tensor to 16 bytes of bf16 = 8 elements
+
+
+def _pad8(n: int) -> int:
+    return -(-n // PAD) * PAD
+
+
+def ceil4(n: int) -> int:
+    return -(-n // 4) * 4
+
+
+@dataclass(frozen=True)
+class TensorView:
+    name: str
+    offset: int  # float32 elements into the flat buffer
+    shape: tuple[int, int]  # [out, in] row-major
+
+    @property
+    def size(self) -> int:
+        return self.shape[0] * self.shape[1]
+
+    @property
+    def rows(self) -> int:
+        return self.shape[0]
+
+    @property
+    def cols(self) -> int:
+        return self.shape[1]
+
+    def of(self, buf: Buffer) -> Range:
+        return buf.f32(self.offset, self.size)
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """The architecture: everything a checkpoint must agree on."""
+    obs_size: int  # D
+    hidden: int  # H
+    layers: int  # L
+    act_sizes: tuple[int, ...]  # one entry per discrete head
+
+    def __post_init__(self):
+        if self.hidden <= 0 or self.hidden % 8:
+            raise ValueError(f"hidden_size must be a positive multiple of 8 (PufferLib's layout), got {self.hidden}")
+        if self.layers < 1:
+            raise ValueError(f"num_layers must be >= 1, got {self.layers}")
+        if self.obs_size < 1:
+            raise ValueError(f"obs size must be >= 1, got {self.obs_size}")
+        if not self.act_sizes or any(a < 2 for a in self.act_sizes):
+            raise ValueError(f"every action head needs >= 2 choices (continuous heads are not supported), "
+                             f"got {list(self.act_sizes)}")
+
+    @property
+    def A(self) -> int:
+        return sum(self.act_sizes)
+
+    @property
+    def K(self) -> int:
+        return len(self.act_sizes)
+
+    @property
+    def out(self) -> int:
+        """Decoder outputs: A logits + 1 value."""
+        return self.A + 1
+
+    @cached_property
+    def tensors(self) -> list[TensorView]:
+        H, D = self.hidden, self.obs_size
+        shapes = [("encoder", (H, D)), ("decoder", (self.out, H))]
+        shapes += [(f"mingru.{l}", (3 * H, H)) for l in range(self.layers)]
+        views, off = [], 0
+        for name, shape in shapes:
+            views.append(TensorView(name, off, shape))
+            off = _pad8(off + shape[0] * shape[1])
+        return views
+
+    @cached_property
+    def num_floats(self) -> int:
+        last = self.tensors[-1]
+        return _pad8(last.offset + last.size)
+
+    @property
+    def nbytes(self) -> int:
+        return 4 * self.num_floats
+
+    def view(self, name: str) -> TensorView:
+        for t in self.tensors:
+            if t.name == name:
+                return t
+        raise KeyError(f"no tensor {name!r}; have {[t.name for t in self.tensors]}")
+
+    @property
+    def encoder(self) -> TensorView:
+        return self.tensors[0]
+
+    @property
+    def decoder(self) -> TensorView:
+        return self.tensors[1]
+
+    def mingru(self, l: int) -> TensorView:
+        return self.tensors[2 + l]
+
+    def describe(self) -> dict:
+        return {"obs_size": self.obs_size, "hidden_size": self.hidden, "num_layers": self.layers,
+                "act_sizes": list(self.act_sizes)}
+
+    def flops_per_step(self) -> int:
+        """Forward multiply-adds ×2 for one agent-step."""
+        H = self.hidden
+        return 2 * (H * self.obs_size + self.layers * 3 * H * H + self.out * H)
+
+
+def init_weights(spec: PolicySpec, seed: int) -> np.ndarray:
+    """PufferLib's init: U(−b, b), b = gain/√fan_in; gain √2 for the encoder, 1 elsewhere.
+
+    Tensor i (in checkpoint order) draws from its own generator seeded seed + i, as PufferLib seeds
+    cuRAND with seed + 0, 1, 2, … (bit-exact reproduction of cuRAND is neither possible nor needed).
+    """
+    flat = np.zeros(spec.num_floats, np.float32)
+    for i, t in enumerate(spec.tensors):
+        gain = math.sqrt(2.0) if t.name == "encoder" else 1.0
+        bound = gain / math.sqrt(t.cols)
+        rng = np.random.default_rng(seed + i)
+        flat[t.offset:t.offset + t.size] = rng.uniform(-bound, bound, t.size).astype(np.float32)
+    return flat
+
+
+def unflatten(spec: PolicySpec, flat: np.ndarray) -> dict[str, np.ndarray]:
+    return {t.name: np.asarray(flat[t.offset:t.offset + t.size]).reshape(t.shape) for t in spec.tensors}
+
+
+def flatten(spec: PolicySpec, tensors: dict[str, np.ndarray]) -> np.ndarray:
+    flat = np.zeros(spec.num_floats, np.float32)
+    for t in spec.tensors:
+        a = np.asarray(tensors[t.name], np.float32)
+        if a.shape != t.shape:
+            raise ValueError(f"{t.name}: expected shape {t.shape}, got {a.shape}")
+        flat[t.offset:t.offset + t.size] = a.ravel()
+    return flat
+
+
+# ------------------------------------------------------------------------------------ GPU policy
+
+MAX_SCAN_T = 4096  # the scan loops over T inside one invocation; lavapipe stops at 65,535 iterations
+
+
+class Policy:
+    """The policy's GPU buffers: weights, gradients (same layout) and the head sizes."""
+
+    def __init__(self, gpu: GPU, spec: PolicySpec, weights: np.ndarray | None = None, seed: int = 73):
+        self.gpu, self.spec = gpu, spec
+        flat = init_weights(spec, seed) if weights is None else np.asarray(weights, np.float32)
+        if flat.shape != (spec.num_floats,):
+            raise GPUError(f"weights hold {flat.size} floats; this architecture needs {spec.num_floats}")
+        self.weights = gpu.array(flat, "weights")
+        self.grads = gpu.buffer(spec.nbytes, "grads")
+        self.act_sizes = gpu.array(np.array(spec.act_sizes, np.uint32), "act_sizes")
+
+    def w(self, name: str) -> Range:
+        return self.spec.view(name).of(self.weights)
+
+    def g(self, name: str) -> Range:
+        return self.spec.view(name).of(self.grads)
+
+    def read_weights(self) -> np.ndarray:
+        return self.gpu.read(self.weights)
+
+    def write_weights(self, flat: np.ndarray):
+        flat = np.asarray(flat, np.float32)
+        if flat.shape != (self.spec.num_floats,):
+            raise GPUError(f"weights hold {flat.size} floats; this architecture needs {self.spec.num_floats}")
+        self.gpu.upload(self.weights, flat)
+
+
+def mingru_step(plan: Plan, c: Range, x: Range, state: Range, terminals: Range, y: Range, N: int, H: int,
+                snapshot: Range | None = None):
+    """One MinGRU step for N agents: state [N,H] updated in place, y [N,H]; terminals [N] reset first."""
+    for name, r, n in (("c", c, 3 * N * H), ("x", x, N * H), ("state", state, N * H), ("terminals", terminals, N),
+                       ("y", y, N * H)) + ((("snapshot", snapshot, N * H),) if snapshot is not None else ()):
+        ops.need(f"mingru_step N={N} H={H}", name, r, n)
+    k = plan.gpu.kernel("mingru.wgsl", "mingru_step", WG=64)
+    return plan.add(k, (-(-H // 64), N), dict(R=N, T=1, H=H, snapshot=int(snapshot is not None)),
+                    c=c, x=x, state=state, terminals=terminals, y=y, snapshot=snapshot)  # None: a dummy
+
+
+def _check_scan(label, R, T, H, **ranges):
+    if T > MAX_SCAN_T:
+        raise GPUError(f"{label}: horizon T={T} exceeds {MAX_SCAN_T} (loop limit of one invocation)")
+    sizes = {"c": 3 * R * T * H, "x": R * T * H, "h0": R * H, "terminals": R * T, "hs": R * T * H,
+             "y": R * T * H, "dy": R * T * H, "dc": 3 * R * T * H, "dx": R * T * H}
+    for name, r in ranges.items():
+        ops.need(label, name, r, sizes[name])
+
+
+def mingru_scan_forward(plan: Plan, c: Range, x: Range, h0: Range, terminals: Range, hs: Range, y: Range,
+                        R: int, T: int, H: int):
+    """Scan R agent rows over T steps from h0 [R,H]: hs (states) and y (outputs), [R·T, H] each."""
+    _check_scan(f"mingru_scan_forward R={R} T={T} H={H}", R, T, H, c=c, x=x, h0=h0, terminals=terminals, hs=hs, y=y)
+    k = plan.gpu.kernel("mingru.wgsl", "mingru_scan_forward", WG=64)
+    return plan.add(k, (-(-H // 64), R), dict(R=R, T=T, H=H), c=c, x=x, h0=h0, terminals=terminals, hs=hs, y=y)
+
+
+def mingru_scan_backward(plan: Plan, c: Range, x: Range, h0: Range, terminals: Range, hs: Range, dy: Range,
+                         dc: Range, dx: Range, R: int, T: int, H: int):
+    """Backward of the scan: dc [R·T, 3H] and the highway part of dx [R·T, H] from dy [R·T, H]."""
+    _check_scan(f"mingru_scan_backward R={R} T={T} H={H}", R, T, H, c=c, x=x, h0=h0, terminals=terminals,
+                hs=hs, dy=dy, dc=dc, dx=dx)
+    k = plan.gpu.kernel("mingru.wgsl", "mingru_scan_backward", WG=64)
+    return plan.add(k, (-(-H // 64), R), dict(R=R, T=T, H=H), c=c, x=x, h0=h0, terminals=terminals, hs=hs,
+                    dy=dy, dc=dc, dx=dx)
+
+
+def sample_actions(plan: Plan, out: Range, ldo: int, act_sizes: Range, globals_: Range, actions_step: Range,
+                   actions: Range, logprobs: Range, values: Range, N: int, T: int, spec: PolicySpec):
+    label = f"sample_actions N={N}"
+    ops.need(label, "out", out, (N - 1) * ldo + spec.out)
+    ops.need(label, "actions_step", actions_step, N * spec.K)
+    ops.need(label, "actions", actions, N * T * spec.K)
+    ops.need(label, "logprobs", logprobs, N * T)
+    ops.need(label, "values", values, N * T)
+    k = plan.gpu.kernel("sample.wgsl", "sample_actions", WG=64)
+    return plan.add(k, -(-N // 64), dict(N=N, K=spec.K, A=spec.A, ldo=ldo, T=T), out=out, act_sizes=act_sizes,
+                    globals=globals_, actions_step=actions_step, actions=actions, logprobs=logprobs, values=values)
+
+
+# ------------------------------------------------------------------------------ rollout storage
+
+class Rollout:
+    """Agent-major rollout buffers for N agents × T steps (row = n·T + t), plus the recurrent state.
+
+    obs rows are padded to ldo = ceil4(D) floats so the encoder's weight gradient can use vec4 loads.
+    """
+
+    def __init__(self, gpu: GPU, spec: PolicySpec, N: int, T: int):
+        self.gpu, self.spec, self.N, self.T = gpu, spec, N, T
+        self.ldo = ceil4(spec.obs_size)
+        H, L = spec.hidden, spec.layers
+        self.obs = gpu.buffer(4 * N * T * self.ldo, "rollout.obs")
+        self.actions = gpu.buffer(4 * N * T * spec.K, "rollout.actions")
+        self.logprobs = gpu.buffer(4 * N * T, "rollout.logprobs")
+        self.values = gpu.buffer(4 * N * T, "rollout.values")
+        self.rewards = gpu.buffer(4 * N * T, "rollout.rewards")
+        self.terminals = gpu.buffer(4 * N * T, "rollout.terminals")
+        self.state = gpu.buffer(4 * L * N * H, "rollout.state")  # [L][N][H], carried across rollouts
+        self.initial_state = gpu.buffer(4 * L * N * H, "rollout.initial_state")  # snapshot at t = 0
+
+    def state_of(self, buf: Buffer, l: int, row0: int = 0, rows: int | None = None) -> Range:
+        N, H = self.N, self.spec.hidden
+        rows = N - row0 if rows is None else rows
+        return buf.f32((l * N + row0) * H, rows * H)
+
+    def rows(self, buf: Buffer, row0: int, rows: int, width: int = 1) -> Range:
+        """Agent rows [row0, row0+rows) of a [N·T, width] rollout buffer."""
+        return buf.f32(row0 * self.T * width, rows * self.T * width)
+
+
+class RolloutStep:
+    """The per-step inference plan: store env data → encoder → L MinGRU steps → decoder → sample.
+
+    Two prebuilt plans: one for t = 0 (which also snapshots the reset state for training) and one
+    for t > 0. Python writes obs/rewards/terminals and the globals (t, step, seed), runs one plan
+    in one submit, and reads back the actions.
+    """
+
+    def __init__(self, policy: Policy, rollout: Rollout, seed: int):
+        gpu, spec = policy.gpu, policy.spec
+        self.policy, self.rollout, self.seed = policy, rollout, seed
+        N, T, H, L, D = rollout.N, rollout.T, spec.hidden, spec.layers, spec.obs_size
+        self.N = N
+        self.obs_step = gpu.buffer(4 * N * D, "step.obs")
+        self.rewards_step = gpu.buffer(4 * N, "step.rewards")
+        self.terminals_step = gpu.buffer(4 * N, "step.terminals")
+        self.globals = gpu.buffer(16, "step.globals")
+        self.x = [gpu.buffer(4 * N * H, f"step.x{l}") for l in range(L + 1)]
+        self.c = gpu.buffer(4 * N * 3 * H, "step.c")
+        self.ldo = ceil4(spec.out)
+        self.out = gpu.buffer(4 * N * self.ldo, "step.out")
+        self.actions_step = gpu.buffer(4 * N * spec.K, "step.actions")
+        self.plans = [self._build(snapshot=True), self._build(snapshot=False)]
+        self._globals = np.zeros(4, np.uint32)
+
+    def _build(self, snapshot: bool) -> Plan:
+        p, spec, ro = self.policy, self.policy.spec, self.rollout
+        gpu, N, H = p.gpu, self.N, spec.hidden
+        plan = gpu.plan("rollout_step" + (" t=0" if snapshot else ""))
+        rollout_store(plan, ro, self.obs_step.range(), self.rewards_step.range(), self.terminals_step.range(),
+                      self.globals.range())
+        ops.matmul_forward(plan, self.obs_step.range(), p.w("encoder"), self.x[0].range(), N, H, spec.obs_size)
+        for l in range(spec.layers):
+            ops.matmul_forward(plan, self.x[l].range(), p.w(f"mingru.{l}"), self.c.range(), N, 3 * H, H)
+            mingru_step(plan, self.c.range(), self.x[l].range(), ro.state_of(ro.state, l), self.terminals_step.range(),
+                        self.x[l + 1].range(), N, H,
+                        snapshot=ro.state_of(ro.initial_state, l) if snapshot else None)
+        ops.matmul_forward(plan, self.x[spec.layers].range(), p.w("decoder"), self.out.range(), N, spec.out, H,
+                           ldy=self.ldo)
+        sample_actions(plan, self.out.range(), self.ldo, p.act_sizes.range(), self.globals.range(),
+                       self.actions_step.range(), ro.actions.range(), ro.logprobs.range(), ro.values.range(),
+                       N, ro.T, spec)
+        return plan.finalize()
+
+    def __call__(self, t: int, step: int, obs: np.ndarray, rewards: np.ndarray, terminals: np.ndarray) -> np.ndarray:
+        """Run step t of the rollout (global step counter `step` feeds the RNG); returns actions [N, K]."""
+        gpu = self.policy.gpu
+        gpu.upload(self.obs_step, np.asarray(obs, np.float32))
+        gpu.upload(self.rewards_step, np.asarray(rewards, np.float32))
+        gpu.upload(self.terminals_step, np.asarray(terminals, np.float32))
+        self._globals[:3] = (t, step & 0xFFFFFFFF, self.seed & 0xFFFFFFFF)
+        gpu.upload(self.globals, self._globals)
+        out = gpu.run(self.plans[0 if t == 0 else 1], read=self.actions_step)
+        return out.reshape(self.N, self.policy.spec.K)
+
+
+def rollout_store(plan: Plan, ro: Rollout, obs_step: Range, rewards_step: Range, terminals_step: Range,
+                  globals_: Range):
+    """Copy one step's env data into the rollout at t = globals[0], in agent chunks that fit a binding."""
+    gpu, D, T, ldo = plan.gpu, ro.spec.obs_size, ro.T, ro.ldo
+    k = gpu.kernel("rollout.wgsl", "rollout_store", WG=64)
+    per_agent = 4 * T * ldo
+    chunk = max(1, (gpu.limits["max-storage-buffer-binding-size"] - 256) // per_agent)
+    for a0 in range(0, ro.N, chunk):
+        n = min(chunk, ro.N - a0)
+        plan.add(k, (-(-ldo // 64), n), dict(N=n, D=D, T=T, ldo=ldo, agent0=a0),
+                 obs_step=obs_step, rewards_step=rewards_step, terminals_step=terminals_step, globals=globals_,
+                 obs=ro.rows(ro.obs, a0, n, ldo), rewards=ro.rows(ro.rewards, a0, n),
+                 terminals=ro.rows(ro.terminals, a0, n))
+    return plan
+
+
+# ------------------------------------------------------------------------ training forward/backward
+
+class Activations:
+    """Scratch for one minibatch of R agent rows × T steps (M = R·T rows): what backward needs."""
+
+    def __init__(self, gpu: GPU, spec: PolicySpec, R: int, T: int):
+        H, L = spec.hidden, spec.layers
+        M = R * T
+        self.R, self.T, self.M = R, T, M
+        self.ldo = ceil4(spec.out)
+        self.x = [gpu.buffer(4 * M * H, f"act.x{l}") for l in range(L + 1)]  # layer inputs; x[L] feeds the decoder
+        self.c = [gpu.buffer(4 * M * 3 * H, f"act.c{l}") for l in range(L)]  # pre-activations
+        self.hs = [gpu.buffer(4 * M * H, f"act.hs{l}") for l in range(L)]  # states h_t
+        self.out = gpu.buffer(4 * M * self.ldo, "act.out")  # [M, ldo]: logits, value
+        self.dout = gpu.buffer(4 * M * self.ldo, "act.dout")  # written by the loss (ppo.wgsl) or a test
+        self.dx = [gpu.buffer(4 * M * H, "act.dx_a"), gpu.buffer(4 * M * H, "act.dx_b")]  # ping-pong
+        self.dc = gpu.buffer(4 * M * 3 * H, "act.dc")
+        self.dx_highway = gpu.buffer(4 * M * H, "act.dx_highway")
+
+
+def policy_forward(plan: Plan, p: Policy, act: Activations, obs: Range, ldo_obs: int, terminals: Range,
+                   h0: list[Range]):
+    """Training forward over a minibatch: encoder → L scans from h0 → decoder (act.out)."""
+    spec, M, H = p.spec, act.M, p.spec.hidden
+    ops.matmul_forward(plan, obs, p.w("encoder"), act.x[0].range(), M, H, spec.obs_size, ldx=ldo_obs)
+    for l in range(spec.layers):
+        ops.matmul_forward(plan, act.x[l].range(), p.w(f"mingru.{l}"), act.c[l].range(), M, 3 * H, H)
+        mingru_scan_forward(plan, act.c[l].range(), act.x[l].range(), h0[l], terminals, act.hs[l].range(),
+                            act.x[l + 1].range(), act.R, act.T, H)
+    ops.matmul_forward(plan, act.x[spec.layers].range(), p.w("decoder"), act.out.range(), M, spec.out, H,
+                       ldy=act.ldo)
+    return plan
+
+
+def policy_backward(plan: Plan, p: Policy, act: Activations, obs: Range, ldo_obs: int, terminals: Range,
+                    h0: list[Range], dobs: Range | None = None):
+    """Backward from act.dout [M, ldo] into p.grads (every tensor, overwritten) and optionally dobs [M, D]."""
+    spec, M, H, L = p.spec, act.M, p.spec.hidden, p.spec.layers
+    ops.matmul_backward_weight(plan, act.dout.range(), act.x[L].range(), p.g("decoder"), spec.out, H, M,
+                               lddy=act.ldo)
+    dy = act.dx[L % 2]
+    ops.matmul_backward_input(plan, act.dout.range(), p.w("decoder"), dy.range(), M, H, spec.out, lddy=act.ldo)
+    for l in reversed(range(L)):
+        mingru_scan_backward(plan, act.c[l].range(), act.x[l].range(), h0[l], terminals, act.hs[l].range(),
+                             dy.range(), act.dc.range(), act.dx_highway.range(), act.R, act.T, H)
+        ops.matmul_backward_weight(plan, act.dc.range(), act.x[l].range(), p.g(f"mingru.{l}"), 3 * H, H, M)
+        dx = act.dx[l % 2]
+        ops.matmul_backward_input(plan, act.dc.range(), p.w(f"mingru.{l}"), dx.range(), M, H, 3 * H,
+                                  z=act.dx_highway.range(), beta=1.0)
+        dy = dx
+    ops.matmul_backward_weight(plan, dy.range(), obs, p.g("encoder"), H, spec.obs_size, M, ldx=ldo_obs)
+    if dobs is not None:
+        ops.matmul_backward_input(plan, dy.range(), p.w("encoder"), dobs, M, spec.obs_size, H)
+    return plan
