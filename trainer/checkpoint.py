@@ -1,0 +1,163 @@
+"""Checkpoints in PufferLib 5.0's format, with a JSON sidecar that names the architecture.
+
+    <checkpoint_dir>/<env>/<run_id>/<global_step:016d>.bin        raw little-endian float32 weights
+    <checkpoint_dir>/<env>/<run_id>/<global_step:016d>.json       sidecar: env, D, H, L, heads, step, config, sha256
+    <checkpoint_dir>/<env>/<run_id>/<global_step:016d>.momentum.bin  Muon momentum (same layout), for resuming
+
+The .bin is exactly what PufferLib 5.0 reads and writes (tensors in order encoder, decoder, MinGRU
+layers, each zero-padded to a multiple of 8 floats; no header), so it loads in PufferLib and
+PufferLib's files load here. Every file is written to a temporary name, fsynced and renamed, so a
+crash never leaves a half-written checkpoint under the final name; the sidecar is renamed last,
+so a checkpoint is complete exactly when its sidecar exists.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from .policy import PolicySpec
+
+FORMAT = "pufferlib5-raw-f32"
+
+
+class CheckpointError(ValueError):
+    pass
+
+
+def checkpoint_path(checkpoint_dir: str | Path, env: str, run_id: str, step: int) -> Path:
+    return Path(checkpoint_dir) / env / run_id / f"{int(step):016d}.bin"
+
+
+def sidecar_path(bin_path: Path) -> Path:
+    return Path(bin_path).with_suffix(".json")
+
+
+def momentum_path(bin_path: Path) -> Path:
+    return Path(bin_path).with_suffix(".momentum.bin")
+
+
+def atomic_write(path: Path, data: bytes):
+    """Write `data` to `path` via a temp file in the same folder + fsync + rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    try:  # make the rename itself durable
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+
+
+def _sha256(b: bytes) -> str:
+    return hashlib.sha256(b).hexdigest()
+
+
+def save(path: Path, weights: np.ndarray, spec: PolicySpec, env: str, step: int, config: dict | None = None,
+         momentum: np.ndarray | None = None, state: dict | None = None) -> Path:
+    """Save weights (and optionally Muon momentum + trainer state for resuming) to `path` (.bin)."""
+    path = Path(path)
+    w = np.ascontiguousarray(weights, dtype="<f4")
+    if w.shape != (spec.num_floats,):
+        raise CheckpointError(f"weights hold {w.size} floats; the architecture {spec.describe()} needs {spec.num_floats}")
+    blob = w.tobytes()
+    meta = {"format": FORMAT, "env": env, **spec.describe(), "num_floats": spec.num_floats,
+            "bytes": len(blob), "global_step": int(step), "sha256": _sha256(blob), "config": config or {}}
+    atomic_write(path, blob)
+    if momentum is not None:
+        m = np.ascontiguousarray(momentum, dtype="<f4")
+        if m.shape != w.shape:
+            raise CheckpointError(f"momentum holds {m.size} floats, weights {w.size}")
+        mblob = m.tobytes()
+        atomic_write(momentum_path(path), mblob)
+        meta["momentum"] = {"file": momentum_path(path).name, "sha256": _sha256(mblob)}
+    if state:
+        meta["trainer_state"] = state
+    atomic_write(sidecar_path(path), (json.dumps(meta, indent=1, sort_keys=True) + "\n").encode())
+    return path
+
+
+def read_sidecar(path: Path) -> dict | None:
+    side = sidecar_path(path)
+    if not side.exists():
+        return None
+    try:
+        return json.loads(side.read_text())
+    except json.JSONDecodeError as e:
+        raise CheckpointError(f"{side}: sidecar is not valid JSON ({e})") from None
+
+
+def load(path: str | Path, spec: PolicySpec, env: str | None = None, with_momentum: bool = False):
+    """Load a checkpoint for `spec`; refuse one whose size, architecture or hash does not match.
+
+    Returns (weights, meta) or, with_momentum, (weights, momentum or None, meta). A .bin without a
+    sidecar (e.g. written by PufferLib itself) loads if its size matches the architecture exactly.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise CheckpointError(f"checkpoint {path} does not exist")
+    blob = path.read_bytes()
+    meta = read_sidecar(path) or {}
+    want = spec.describe()
+    if meta:
+        found = {k: meta.get(k) for k in want}
+        if found != want:
+            raise CheckpointError(f"{path} was saved for architecture {found} but the run needs {want} "
+                                  f"(obs size and heads come from the env, hidden_size/num_layers from [policy])")
+        if env is not None and meta.get("env") not in (None, env):
+            raise CheckpointError(f"{path} was trained on env {meta.get('env')!r}, not {env!r}")
+    if len(blob) != spec.nbytes:
+        kind = "truncated" if len(blob) < spec.nbytes else "too long"
+        raise CheckpointError(f"{path} is {len(blob):,} bytes ({kind}); architecture {want} needs exactly "
+                              f"{spec.nbytes:,} bytes ({spec.num_floats:,} float32)")
+    if meta and meta.get("sha256") not in (None, _sha256(blob)):
+        raise CheckpointError(f"{path}: sha256 does not match its sidecar: the file is corrupt or was modified")
+    weights = np.frombuffer(blob, dtype="<f4").astype(np.float32)
+    if not with_momentum:
+        return weights, meta
+    momentum = None
+    mpath = momentum_path(path)
+    if "momentum" in meta and mpath.exists():
+        mblob = mpath.read_bytes()
+        if _sha256(mblob) != meta["momentum"]["sha256"] or len(mblob) != spec.nbytes:
+            raise CheckpointError(f"{mpath}: momentum file is corrupt (size or sha256 does not match the sidecar)")
+        momentum = np.frombuffer(mblob, dtype="<f4").astype(np.float32)
+    return weights, momentum, meta
+
+
+def list_checkpoints(checkpoint_dir: str | Path, env: str) -> list[Path]:
+    """Complete checkpoints (with a sidecar) under checkpoint_dir/env, by global step."""
+    root = Path(checkpoint_dir) / env
+    if not root.exists():
+        return []
+    found = [p for p in root.glob("*/*.bin") if not p.name.endswith(".momentum.bin") and sidecar_path(p).exists()]
+    return sorted(found, key=lambda p: (int(p.stem) if p.stem.isdigit() else -1, p.stat().st_mtime))
+
+
+def latest(checkpoint_dir: str | Path, env: str) -> Path:
+    """The checkpoint with the highest global step (PufferLib picks the newest by ctime; step is safer)."""
+    found = list_checkpoints(checkpoint_dir, env)
+    if not found:
+        raise CheckpointError(f"no checkpoints under {Path(checkpoint_dir) / env} (load_model_path=latest)")
+    return found[-1]
+
+
+def resolve(load_model_path: str, checkpoint_dir: str | Path, env: str) -> Path:
+    if load_model_path == "latest":
+        return latest(checkpoint_dir, env)
+    return Path(load_model_path)
