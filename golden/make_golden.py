@@ -75,7 +75,7 @@ MATMUL_CASES = {
     "uneven": (100, 37, 51),
     # the policy's real widths; the row count only sets the length of dW's reduction
     "encoder": (521, 413, 128),       # x·W_encᵀ, D = 413 (unaligned rows); dW_enc over 521 rows
-    "mingru": (769, 128, 384),        # x·W_lᵀ; dW_l [384,128] over 769 rows
+    "mingru": (385, 128, 384),        # x·W_lᵀ; dW_l [384,128] over 385 rows
     "decoder": (257, 128, 7),         # y·W_decᵀ, A+1 = 7
 }
 
@@ -202,6 +202,241 @@ def policy(gen):
         cases[name] = {"D": D, "H": H, "L": L, "act_sizes": list(heads), "R": R, "T": T}
     write("policy", tensors, "policy forward (encoder, MinGRU scans with resets from h0, decoder) and "
           "backward: dw.* and dobs from (out*dout).sum().backward()", cases)
+
+
+# ---------------------------------------------------------------------------------------------- learner
+
+# PufferLib 5.0 defaults (DESIGN.md "Numerics"); each golden file records the values it used
+LEARN = dict(gamma=0.995, gae_lambda=0.90, clip_coef=0.2, vf_coef=2.0, vf_clip_coef=0.2, ent_coef=0.001,
+             max_grad_norm=1.5, momentum=0.95, vtrace=0, vtrace_rho_clip=1.0, vtrace_c_clip=1.0)
+NS_COEFFS = ((4.0848, -6.8946, 2.9270), (3.9505, -6.3029, 2.6377), (3.7418, -5.5913, 2.3037),
+             (2.8769, -3.1427, 1.2046), (2.8366, -3.0525, 1.2012))
+
+
+def heads_logp_entropy(logits, actions, heads):
+    """Summed log-prob of the taken actions and summed entropy over heads. logits [M, A], actions [M, K]."""
+    logp, ent, o = 0, 0, 0
+    for h, size in enumerate(heads):
+        ls = torch.log_softmax(logits[:, o:o + size], -1)
+        logp = logp + ls.gather(1, actions[:, h:h + 1].long()).squeeze(1)
+        ent = ent - (ls.exp() * ls).sum(-1)
+        o += size
+    return logp, ent
+
+
+def advantage_ref(values, rewards, terminals, ratio, cfg):
+    """GAE (vtrace=0: ρ = c = 1) or V-trace over [R, T]; A_{T−1} = 0; rewards clamped to [−1, 1]."""
+    R, T = values.shape
+    adv = torch.zeros_like(values)
+    for t in range(T - 2, -1, -1):
+        nd = 1 - terminals[:, t + 1]
+        rho = ratio[:, t].clamp(max=cfg["vtrace_rho_clip"]) if cfg["vtrace"] else 1.0
+        c = ratio[:, t].clamp(max=cfg["vtrace_c_clip"]) if cfg["vtrace"] else 1.0
+        delta = rho * (rewards[:, t + 1].clamp(-1, 1) + cfg["gamma"] * values[:, t + 1] * nd - values[:, t])
+        adv[:, t] = delta + cfg["gamma"] * cfg["gae_lambda"] * c * nd * adv[:, t + 1]
+    return adv, values + adv
+
+
+STAT_NAMES = ("policy_loss", "value_loss", "entropy", "loss", "old_approx_kl", "approx_kl", "clipfrac", "importance")
+
+
+def ppo_loss_ref(out, actions, logp_old, v_old, adv, ret, heads, cfg):
+    """Mean PPO loss over M elements and its logged stats (DESIGN.md). out [M, A+1]."""
+    A = sum(heads)
+    logp, ent = heads_logp_entropy(out[:, :A], actions, heads)
+    v = out[:, A]
+    logratio = logp - logp_old
+    ratio = logratio.exp()
+    eps = cfg["clip_coef"]
+    pg = torch.maximum(-adv * ratio, -adv * ratio.clamp(1 - eps, 1 + eps))
+    v_clip = v_old + (v - v_old).clamp(-cfg["vf_clip_coef"], cfg["vf_clip_coef"])
+    vl = 0.5 * torch.maximum((v - ret) ** 2, (v_clip - ret) ** 2)
+    total = pg + cfg["vf_coef"] * vl - cfg["ent_coef"] * ent
+    loss = total.mean()
+    stats = torch.stack([pg.mean(), vl.mean(), ent.mean(), loss, (-logratio).mean(),
+                         ((ratio - 1) - logratio).mean(), ((ratio - 1).abs() > eps).double().mean(), ratio.mean()])
+    return loss, stats.detach()
+
+
+def muon_ref(w, grads, mom, lr, cfg):
+    """Global clip → Nesterov → per-matrix Frobenius normalisation → 5 NS iterations → W −= lr·scale·X."""
+    norm = torch.sqrt(sum((g ** 2).sum() for g in grads.values()))
+    clip = torch.clamp(cfg["max_grad_norm"] / (norm + 1e-6), max=1.0)
+    new_w, new_m = {}, {}
+    for k in w:
+        g = grads[k] * clip
+        m = cfg["momentum"] * mom[k] + g
+        u = g + cfg["momentum"] * m
+        X = u / torch.clamp(u.norm(), min=1e-7)
+        R, C = X.shape
+        for a, b, c in NS_COEFFS:
+            if R <= C:
+                G = X @ X.T
+                X = a * X + (b * G + c * G @ G) @ X
+            else:
+                G = X.T @ X
+                X = a * X + X @ (b * G + c * G @ G)
+        new_w[k] = w[k] - lr * max(1.0, R / C) ** 0.5 * X
+        new_m[k] = m
+    return new_w, new_m, norm, clip
+
+
+ADVANTAGE_CASES = {  # (R, T, heads, vtrace)
+    "gae_t64": (3, 64, (3, 3), 0),
+    "vtrace_t17": (5, 17, (2, 3, 4), 1),
+    "gae_t1": (2, 1, (3, 3), 0),
+    "vtrace_t2": (67, 2, (3,), 1),
+}
+
+
+def fake_rollout_outputs(gen, M, heads, actions_gen=True):
+    A = sum(heads)
+    out = rand(gen, M, A + 1, scale=2.0)
+    acts = torch.stack([torch.randint(0, s, (M,), generator=gen) for s in heads], 1).to(torch.float64)
+    logp, _ = heads_logp_entropy(out[:, :A], acts, heads)
+    logp_old = (logp + rand(gen, M, scale=0.5)).to(torch.float32).to(torch.float64)  # ratios in ~[0.6, 1.6]
+    return out, acts, logp_old
+
+
+@family
+def advantage(gen):
+    """GAE / V-trace per minibatch row from live values (decoder column A) and the live ratio."""
+    tensors, cases = {}, {}
+    for name, (R, T, heads, vtrace) in ADVANTAGE_CASES.items():
+        cfg = dict(LEARN, vtrace=vtrace, vtrace_rho_clip=1.0, vtrace_c_clip=0.9 if vtrace else 1.0)
+        A = sum(heads)
+        out, acts, logp_old = fake_rollout_outputs(gen, R * T, heads)
+        rewards = rand(gen, R * T, scale=2.0)  # beyond ±1: exercises the clamp
+        term = rand_terminals(gen, R, T).reshape(-1)
+        logp, _ = heads_logp_entropy(out[:, :A], acts, heads)
+        ratio = (logp - logp_old).exp()
+        adv, ret = advantage_ref(out[:, A].reshape(R, T), rewards.reshape(R, T), term.reshape(R, T),
+                                 ratio.reshape(R, T), cfg)
+        for key, t in (("out", out), ("actions", acts), ("logprobs", logp_old), ("rewards", rewards),
+                       ("terminals", term), ("advantages", adv), ("returns", ret)):
+            tensors[f"{name}/{key}"] = f32(t)
+        cases[name] = {"R": R, "T": T, "act_sizes": list(heads), **cfg}
+    write("advantage", tensors, "advantage: GAE/V-trace (DESIGN.md) over [R,T] rows; A_{T-1}=0; returns = V + A", cases)
+
+
+PPO_CASES = {  # (M elements, heads)
+    "heads33_m517": (517, (3, 3)),
+    "heads234_m64": (64, (2, 3, 4)),
+    "head5_m1": (1, (5,)),
+}
+
+
+@family
+def ppo(gen):
+    """Fused PPO loss: d loss / d out by autograd, and the 8 logged means."""
+    tensors, cases = {}, {}
+    for name, (M, heads) in PPO_CASES.items():
+        A = sum(heads)
+        out, acts, logp_old = fake_rollout_outputs(gen, M, heads)
+        out.requires_grad_()
+        v_old = (out[:, A].detach() + rand(gen, M, scale=0.5)).to(torch.float32).to(torch.float64)
+        adv = rand(gen, M, scale=1.0)
+        ret = rand(gen, M, scale=1.0)
+        loss, stats = ppo_loss_ref(out, acts, logp_old, v_old, adv, ret, heads, LEARN)
+        loss.backward()
+        for key, t in (("out", out), ("actions", acts), ("logprobs", logp_old), ("values", v_old),
+                       ("advantages", adv), ("returns", ret), ("dout", out.grad), ("stats", stats)):
+            tensors[f"{name}/{key}"] = f32(t)
+        cases[name] = {"M": M, "act_sizes": list(heads), **LEARN, "stats": list(STAT_NAMES)}
+    write("ppo", tensors, "PPO loss (clipped policy and value, entropy per head) and its gradient "
+          "d mean-loss / d out by autograd; stats = means of the logged terms", cases)
+
+
+MUON_CASES = {  # (D, H, L, heads, grad scale): scale 1 clips (‖g‖ > 1.5), 1e-3 does not
+    "platformer_clipped": (413, 128, 4, (3, 3), 1.0),
+    "small_unclipped": (5, 8, 2, (2, 3, 4), 1e-3),
+}
+
+
+@family
+def muon(gen):
+    """One Muon step on every matrix from given weights, gradients and momentum."""
+    tensors, cases = {}, {}
+    lr = 0.015
+    for name, (D, H, L, heads, gscale) in MUON_CASES.items():
+        A = sum(heads)
+        w = init_policy(gen, D, H, L, A)
+        grads = {k: rand(gen, *v.shape, scale=gscale / v.shape[1] ** 0.5) for k, v in w.items()}
+        mom = {k: rand(gen, *v.shape, scale=gscale / v.shape[1] ** 0.5) for k, v in w.items()}
+        nw, nm, norm, clip = muon_ref(w, grads, mom, lr, LEARN)
+        for k in w:
+            tensors[f"{name}/w.{k}"] = f32(w[k])
+            tensors[f"{name}/grad.{k}"] = f32(grads[k])
+            tensors[f"{name}/momentum.{k}"] = f32(mom[k])
+            tensors[f"{name}/new_w.{k}"] = f32(nw[k])
+            if name.startswith("small"):  # elementwise; checked at small size to keep the file small
+                tensors[f"{name}/new_momentum.{k}"] = f32(nm[k])
+        tensors[f"{name}/grad_norm"] = f32(norm.reshape(1))
+        tensors[f"{name}/clip"] = f32(clip.reshape(1))
+        cases[name] = {"D": D, "H": H, "L": L, "act_sizes": list(heads), "lr": lr, **LEARN}
+    write("muon", tensors, "Muon: global grad clip, Nesterov momentum, Frobenius normalisation, 5 Newton-Schulz "
+          "iterations (PufferLib's coefficients, smaller Gram side), W -= lr*sqrt(max(1,R/C))*X", cases)
+
+
+LEARNER_CASES = {  # (D, H, L, heads, N agents, T, minibatch rows R, vtrace)
+    "small_3mb": (13, 16, 2, (3, 2), 12, 8, 4, 0),
+    "small_vtrace": (7, 8, 1, (2, 2), 6, 5, 3, 1),
+    "platformer_1mb": (413, 128, 4, (3, 3), 2, 16, 2, 0),  # one update at the real widths
+}
+
+
+@family
+def learner(gen):
+    """End-to-end minibatch updates: rollout data + weights → new weights, momentum, logged stats.
+
+    Minibatch m uses agent rows [m·R, m·R + R) for the whole horizon, starting from the rollout-start
+    state; each update sees the weights left by the previous one (llm.c-style multi-step check).
+    """
+    tensors, cases = {}, {}
+    lr = 0.015
+    for name, (D, H, L, heads, N, T, R, vtrace) in LEARNER_CASES.items():
+        cfg = dict(LEARN, vtrace=vtrace)
+        A = sum(heads)
+        w = init_policy(gen, D, H, L, A)
+        obs = rand(gen, N, T, D)
+        h0 = rand(gen, L, N, H, scale=0.5)
+        term = rand_terminals(gen, N, T)
+        with torch.no_grad():
+            out0 = policy_forward_ref(w, obs, h0, term, L)
+        acts = torch.stack([torch.randint(0, s, (N * T,), generator=gen) for s in heads], 1).to(torch.float64)
+        logp0, _ = heads_logp_entropy(out0.reshape(N * T, -1)[:, :A], acts, heads)
+        logp_old = (logp0 + rand(gen, N * T, scale=0.3)).to(torch.float32).to(torch.float64)
+        v_old = (out0.reshape(N * T, -1)[:, A] + rand(gen, N * T, scale=0.3)).to(torch.float32).to(torch.float64)
+        rewards = rand(gen, N * T, scale=1.5)
+        for key, t in (("obs", obs), ("h0", h0), ("terminals", term), ("actions", acts), ("logprobs", logp_old),
+                       ("values", v_old), ("rewards", rewards)):
+            tensors[f"{name}/{key}"] = f32(t)
+        for k in w:
+            tensors[f"{name}/w0.{k}"] = f32(w[k])
+        mom = {k: torch.zeros_like(v) for k, v in w.items()}
+        all_stats = []
+        for m in range(N // R):
+            rows = slice(m * R, m * R + R)
+            flat = slice(m * R * T, (m * R + R) * T)
+            wg = {k: v.clone().requires_grad_() for k, v in w.items()}
+            out = policy_forward_ref(wg, obs[rows], h0[:, rows], term[rows], L).reshape(R * T, -1)
+            logp, _ = heads_logp_entropy(out[:, :A].detach(), acts[flat], heads)
+            ratio = (logp - logp_old[flat]).exp()
+            adv, ret = advantage_ref(out[:, A].detach().reshape(R, T), rewards[flat].reshape(R, T),
+                                     term[rows], ratio.reshape(R, T), cfg)
+            loss, stats = ppo_loss_ref(out, acts[flat], logp_old[flat], v_old[flat], adv.reshape(-1),
+                                       ret.reshape(-1), heads, cfg)
+            grads = torch.autograd.grad(loss, list(wg.values()))
+            w, mom, norm, clip = muon_ref(w, dict(zip(wg, grads)), mom, lr, cfg)
+            all_stats.append(torch.cat([stats, norm.reshape(1)]))
+            for k in w:
+                tensors[f"{name}/w{m + 1}.{k}"] = f32(w[k])
+                tensors[f"{name}/momentum{m + 1}.{k}"] = f32(mom[k])
+        tensors[f"{name}/stats"] = f32(torch.stack(all_stats))
+        cases[name] = {"D": D, "H": H, "L": L, "act_sizes": list(heads), "N": N, "T": T, "R": R, "lr": lr,
+                       "minibatches": N // R, **cfg, "stats": list(STAT_NAMES) + ["grad_norm"]}
+    write("learner", tensors, "end-to-end minibatch updates (forward, advantage, PPO loss, autograd backward, "
+          "Muon) over consecutive minibatches; w{m}/momentum{m} after update m", cases)
 
 
 def main(argv):

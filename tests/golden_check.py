@@ -19,9 +19,18 @@ TOLERANCES = {
     "mingru_grad": (1e-4, "gradients carried back through ≤ 64 steps of products of f32 gates"),
     "policy": (1e-5, "f32 matmuls (K ≤ 413) feeding 4 recurrent layers: ~1e-6 of the output scale"),
     "policy_grad": (1e-4, "dW sums ≤ 48 rows of products through 4 layers and 16 steps; d obs through all of them"),
+    "advantage": (1e-5, "a 64-step f32 recursion of O(1) terms; exp/log of the V-trace ratio to a few ulp"),
+    "ppo": (1e-5, "per-element softmax/exp in f32 of O(1) logits"),
+    "ppo_stats": (1e-4, "means of ≤ 517 f32 terms of either sign (the KLs): the mean can be 100× below its terms"),
+    "muon": (1e-5, "new weights: W changes by lr·X ≈ 1e-3 of W, so f32 NS error is far below this"),
+    "muon_step": (2e-4, "the update X alone: 5 Newton–Schulz iterations amplify f32 rounding (a ≈ 4 per step near 0)"),
+    "learner": (1e-5, "new weights after 1–3 full updates; relative to the weights' scale"),
+    "learner_step": (1e-3, "the weight change: forward, backward and 5 NS iterations in f32, compounded over updates"),
+    "learner_stats": (1e-4, "logged means; the KL terms are differences of nearby f32 log-probs"),
 }
 
 _cache: dict[str, dict] = {}
+_meta: dict[str, dict] = {}
 
 
 def golden(family: str) -> dict[str, np.ndarray]:
@@ -31,6 +40,16 @@ def golden(family: str) -> dict[str, np.ndarray]:
             raise FileNotFoundError(f"{path} missing: run `python golden/make_golden.py {family}` (needs the [golden] extra)")
         _cache[family] = load_file(str(path))
     return _cache[family]
+
+
+def meta(family: str, name: str) -> dict:
+    """The case's parameters as recorded by make_golden.py (shapes, hyperparameters)."""
+    if family not in _meta:
+        import json
+        from safetensors import safe_open
+        with safe_open(str(GOLDEN_DIR / f"{family}.safetensors"), "np") as f:
+            _meta[family] = json.loads(f.metadata()["cases"])
+    return _meta[family][name]
 
 
 def case(family: str, name: str) -> dict[str, np.ndarray]:

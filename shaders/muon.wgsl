@@ -1,0 +1,109 @@
+// muon.wgsl — PufferLib 5.0's optimizer around the Newton–Schulz matmuls (which run in matmul.wgsl).
+//
+//   grad_norm:       ‖g‖₂ over every gradient; clip = min(max_grad_norm / (‖g‖₂ + 1e−6), 1)
+//   muon_momentum:   g ← clip·g;  m ← μ·m + g;  u = g + μ·m   (Nesterov with the updated m)
+//   matrix_norms:    per matrix ‖u‖_F
+//   muon_normalize:  X = u / max(‖u‖_F, 1e−7)
+//   (5 Newton–Schulz iterations on the smaller Gram side: matmul.wgsl, launched by trainer/learner.py)
+//   muon_update:     W ← W − lr·√max(1, rows/cols)·X
+//
+// Shapes: grads, momentum, update (u, then X), weights: the flat parameter layout [n];
+//   mats [count, 4] u32 = (offset, size, rows, cols) of every matrix in that layout;
+//   norms [count]; scalars [4] = (clip, ‖g‖₂, _, _); globals [4] f32 = (lr, _, _, _).
+// Bindings: grads, mats, globals (reads); momentum, update, weights, norms, scalars; Params.
+// Dispatch: grad_norm 1 workgroup of WG_REDUCE (a fixed summation order: deterministic);
+//   muon_momentum ceil(n/WG); matrix_norms one workgroup per matrix;
+//   muon_normalize / muon_update (ceil(max size/WG), count).
+
+struct Params {
+    n: u32, count: u32,
+    max_grad_norm: f32, mu: f32,
+    grads_off: u32, mats_off: u32, globals_off: u32, momentum_off: u32, update_off: u32,
+    weights_off: u32, norms_off: u32, scalars_off: u32,
+}
+
+@group(0) @binding(0) var<storage, read> grads: array<f32>;
+@group(0) @binding(1) var<storage, read> mats: array<u32>;
+@group(0) @binding(2) var<storage, read> globals: array<f32>;
+@group(0) @binding(3) var<storage, read_write> momentum: array<f32>;
+@group(0) @binding(4) var<storage, read_write> update: array<f32>;
+@group(0) @binding(5) var<storage, read_write> weights: array<f32>;
+@group(0) @binding(6) var<storage, read_write> norms: array<f32>;
+@group(0) @binding(7) var<storage, read_write> scalars: array<f32>;
+@group(0) @binding(8) var<uniform> p: Params;
+
+override WG: u32 = 64u;
+override WG_REDUCE: u32 = 256u;
+
+var<workgroup> partial: array<f32, 1024>;
+
+// tree-sum of partial[0 .. WG_REDUCE) into partial[0]
+fn tree_sum(j: u32) {
+    for (var half = WG_REDUCE / 2u; half > 0u; half /= 2u) {
+        workgroupBarrier();
+        if (j < half) { partial[j] += partial[j + half]; }
+    }
+    workgroupBarrier();
+}
+
+@compute @workgroup_size(WG_REDUCE, 1, 1)
+fn grad_norm(@builtin(local_invocation_id) lid: vec3<u32>) {
+    let j = lid.x;
+    var acc = 0.0;
+    for (var i = j; i < p.n; i += WG_REDUCE) {
+        let g = grads[p.grads_off + i];
+        acc += g * g;
+    }
+    partial[j] = acc;
+    tree_sum(j);
+    if (j == 0u) {
+        let norm = sqrt(partial[0]);
+        scalars[p.scalars_off] = min(p.max_grad_norm / (norm + 1e-6), 1.0);
+        scalars[p.scalars_off + 1u] = norm;
+    }
+}
+
+@compute @workgroup_size(WG, 1, 1)
+fn muon_momentum(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i >= p.n) { return; }
+    let g = grads[p.grads_off + i] * scalars[p.scalars_off];
+    let m = p.mu * momentum[p.momentum_off + i] + g;
+    momentum[p.momentum_off + i] = m;
+    update[p.update_off + i] = g + p.mu * m;
+}
+
+@compute @workgroup_size(WG_REDUCE, 1, 1)
+fn matrix_norms(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+    let j = lid.x;
+    let off = mats[p.mats_off + wid.x * 4u];
+    let size = mats[p.mats_off + wid.x * 4u + 1u];
+    var acc = 0.0;
+    for (var i = j; i < size; i += WG_REDUCE) {
+        let u = update[p.update_off + off + i];
+        acc += u * u;
+    }
+    partial[j] = acc;
+    tree_sum(j);
+    if (j == 0u) { norms[p.norms_off + wid.x] = sqrt(partial[0]); }
+}
+
+@compute @workgroup_size(WG, 1, 1)
+fn muon_normalize(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let mat = gid.y;
+    let i = gid.x;
+    if (i >= mats[p.mats_off + mat * 4u + 1u]) { return; }
+    let e = p.update_off + mats[p.mats_off + mat * 4u] + i;
+    update[e] = update[e] / max(norms[p.norms_off + mat], 1e-7);
+}
+
+@compute @workgroup_size(WG, 1, 1)
+fn muon_update(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let mat = gid.y;
+    let i = gid.x;
+    let m = p.mats_off + mat * 4u;
+    if (i >= mats[m + 1u]) { return; }
+    let scale = sqrt(max(1.0, f32(mats[m + 2u]) / f32(mats[m + 3u])));
+    let off = mats[m] + i;
+    weights[p.weights_off + off] -= globals[p.globals_off] * scale * update[p.update_off + off];
+}
