@@ -63,6 +63,8 @@ void vec_reset(VecEnv* vec);
 void vec_step(VecEnv* vec);
 void vec_step_range(VecEnv* vec, int lo, int hi);
 float vec_log(VecEnv* vec, Dict* out);
+float vec_log_range(VecEnv* vec, int lo, int hi, Dict* out);
+void vec_log_counts(VecEnv* vec, float* out);
 const unsigned char* vec_render(VecEnv* vec, int index, int* width, int* height);
 void vec_scripted(VecEnv* vec);
 void vec_close(VecEnv* vec);

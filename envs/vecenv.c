@@ -161,14 +161,16 @@ void vec_step_range(VecEnv* vec, int lo, int hi) {
 
 void vec_step(VecEnv* vec) { vec_step_range(vec, 0, vec->num_envs); }
 
-/* PufferLib's vec_log: sum every Log field over envs with n != 0, clear those logs, divide all
- * fields by the total n, and let puf_log name them into `out`. Returns the total n (0: nothing
- * finished since the last call, and `out` is left empty). */
-float vec_log(VecEnv* vec, Dict* out) {
+/* PufferLib's vec_log over envs [lo, hi): sum every Log field over envs with n != 0, clear those
+ * logs, divide all fields by the total n, and let puf_log name them into `out`. Returns the total
+ * n (0: nothing finished since the last call, and `out` is left empty). */
+float vec_log_range(VecEnv* vec, int lo, int hi, Dict* out) {
     Log sum;
     memset(&sum, 0, sizeof(Log));
     float* s = (float*)&sum;
-    for (int e = 0; e < vec->num_envs; e++) {
+    if (lo < 0) lo = 0;
+    if (hi > vec->num_envs) hi = vec->num_envs;
+    for (int e = lo; e < hi; e++) {
         Log* log = &vec->envs[e].log;
         if (log->n == 0.0f) continue;
         const float* l = (const float*)log;
@@ -181,6 +183,14 @@ float vec_log(VecEnv* vec, Dict* out) {
     for (int i = 0; i < VEC_LOG_FIELDS; i++) s[i] /= total;
     puf_log(&sum, out);
     return total;
+}
+
+float vec_log(VecEnv* vec, Dict* out) { return vec_log_range(vec, 0, vec->num_envs, out); }
+
+/* Episodes finished by each env since its log was last cleared: out[num_envs]. Lets an evaluator
+ * take exactly the first episode of every env (fair: short episodes are not over-counted). */
+void vec_log_counts(VecEnv* vec, float* out) {
+    for (int e = 0; e < vec->num_envs; e++) out[e] = vec->envs[e].log.n;
 }
 
 /* Renders env `index` into the canvas; returns the pixels ([*height][*width][3]) or NULL if the

@@ -251,7 +251,22 @@ class VecEnv:
     def log(self):
         """Episode stats since the last call, averaged over the episodes that finished
         (PufferLib's vec_log): {'perf': ..., 'score': ..., ..., 'n': episodes}; {} if none."""
-        total = self._lib.vec_log(self._live(), self._log_dict)
+        return self._log_range(0, self.num_envs)
+
+    def log_counts(self):
+        """Episodes finished by each env since its log was last read: float32 [num_envs]."""
+        out = np.zeros(self.num_envs, np.float32)
+        self._lib.vec_log_counts(self._live(), self._ffi.cast("float*", self._ffi.from_buffer(out)))
+        return out
+
+    def env_log(self, index):
+        """Like log() for env `index` alone (reads and clears only its stats)."""
+        if not 0 <= index < self.num_envs:
+            raise IndexError(f"env index {index} out of range [0, {self.num_envs})")
+        return self._log_range(index, index + 1)
+
+    def _log_range(self, lo, hi):
+        total = self._lib.vec_log_range(self._live(), lo, hi, self._log_dict)
         if total == 0:
             return {}
         d = self._log_dict

@@ -1,0 +1,67 @@
+"""Config layering (default.ini → env ini → flags), clear errors, --help."""
+import pytest
+
+from trainer import config
+from trainer.run import main
+
+
+def test_layering_env_ini_then_flags():
+    cfg, _ = config.load("platformer")
+    assert cfg["base"]["seed"] == 73 and cfg["train"]["learning_rate"] == 0.015  # PufferLib defaults
+    assert cfg["vec"]["total_agents"] == 1024 and cfg["train"]["total_timesteps"] == 20_000_000  # platformer.ini
+    assert cfg["env"]["frameskip"] == 2
+    cfg, _ = config.load("platformer", {"train.learning-rate": "0.01", "train.horizon": "32", "seed": "5",
+                                        "env.frameskip": "3", "base.load_model_path": "latest"})
+    assert cfg["train"]["learning_rate"] == 0.01 and cfg["train"]["horizon"] == 32
+    assert cfg["base"]["seed"] == 5 and cfg["env"]["frameskip"] == 3 and cfg["base"]["load_model_path"] == "latest"
+    assert isinstance(cfg["train"]["horizon"], int)
+
+
+def test_unknown_key_lists_valid_keys():
+    with pytest.raises(config.ConfigError, match=r"unknown key \[train\] learnig_rate; valid keys in \[train\]: .*learning_rate"):
+        config.load("platformer", {"train.learnig_rate": "0.1"})
+    with pytest.raises(config.ConfigError, match=r"unknown section \[trian\]; sections: base, vec, env, policy, train"):
+        config.load("platformer", {"trian.horizon": "3"})
+
+
+def test_type_errors():
+    with pytest.raises(config.ConfigError, match=r"\[train\] horizon = 6.5 must be an integer"):
+        config.load("platformer", {"train.horizon": "6.5"})
+    with pytest.raises(config.ConfigError, match="must be a number"):
+        config.load("platformer", {"train.gamma": "high"})
+
+
+def test_invalid_combinations_refused_with_reason():
+    cfg, _ = config.load("platformer", {"train.minibatch_size": "1000"})
+    with pytest.raises(config.ConfigError, match="multiple of train.horizon"):
+        config.validate(cfg)
+    cfg, _ = config.load("platformer", {"train.minibatch_size": str(1024 * 64 * 2)})
+    with pytest.raises(config.ConfigError, match="more than horizon × agents"):
+        config.validate(cfg)
+    cfg, _ = config.load("platformer", {"policy.hidden_size": "100"})
+    with pytest.raises(config.ConfigError, match="multiple of 8"):
+        config.validate(cfg)
+    cfg, _ = config.load("platformer")
+    config.validate(cfg)
+
+
+def test_every_key_has_a_description():
+    cfg, desc = config.load("platformer")
+    missing = [f"{s}.{k}" for s in cfg for k in cfg[s] if (s, k) not in desc]
+    assert not missing, f"keys without a description: {missing}"
+
+
+def test_help_lists_every_key(capsys):
+    assert main(["--help", "--env", "platformer"]) == 0
+    out = capsys.readouterr().out
+    cfg, _ = config.load("platformer")
+    for s in cfg:
+        for k in cfg[s]:
+            assert f"--{s}.{k} " in out
+
+
+def test_cli_errors_are_clear(capsys):
+    assert main(["--env", "platformer", "--train.bogus", "1"]) == 1
+    assert "unknown key [train] bogus" in capsys.readouterr().err
+    assert main(["--env", "nosuchenv"]) == 1
+    assert "unknown env 'nosuchenv'; built-in envs: " in capsys.readouterr().err

@@ -1,0 +1,88 @@
+"""Learner timings for one minibatch of the default config on the current adapter.
+
+    python tools/bench_learner.py [--agents 1024] [--minibatches 3]
+
+Default config: minibatch 8192 = 128 rows × 64 steps, H=128, L=4, D=413, heads [3,3]. Prints the
+dispatches per minibatch, the CPU time to encode one minibatch's plan, the GPU time per minibatch
+(wall time of submits waited on by mapping a buffer: the GPU-side time on a dedicated device, all of
+it on lavapipe), the achieved GFLOP/s and its fraction of the tuned matmul's GFLOP/s measured here.
+"""
+import argparse
+import time
+
+import numpy as np
+
+from trainer import ops
+from trainer.gpu import get_gpu
+from trainer.learner import Learner
+from trainer.policy import Policy, PolicySpec, Rollout
+
+
+def matmul_gflops(gpu, reps=10):
+    """Tuned matmul on the policy's main shape (8192×128 → 384), the reference rate."""
+    M, N, K = 8192, 384, 128
+    a, b, y = gpu.buffer(4 * M * K, "a"), gpu.buffer(4 * N * K, "b"), gpu.buffer(4 * M * N, "y")
+    plan = gpu.plan("matmul ref rate")
+    for _ in range(reps):
+        ops.matmul_forward(plan, a.range(), b.range(), y.range(), M, N, K)
+    gpu.run(plan)
+    gpu.sync()
+    best = float("inf")
+    for _ in range(3):
+        t = time.perf_counter()
+        gpu.run(plan)
+        gpu.sync()
+        best = min(best, time.perf_counter() - t)
+    return 2 * M * N * K * reps / best / 1e9
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--agents", type=int, default=1024)
+    ap.add_argument("--horizon", type=int, default=64)
+    ap.add_argument("--minibatch", type=int, default=8192)
+    ap.add_argument("--minibatches", type=int, default=3, help="timed minibatches")
+    ap.add_argument("--adapter", default=None)
+    args = ap.parse_args()
+    gpu = get_gpu(args.adapter)
+    spec = PolicySpec(obs_size=413, hidden=128, layers=4, act_sizes=(3, 3))
+    N, T = args.agents, args.horizon
+    policy = Policy(gpu, spec, seed=73)
+    ro = Rollout(gpu, spec, N, T)
+    rng = np.random.default_rng(0)
+    gpu.upload(ro.obs, rng.random((N * T, ro.ldo), dtype=np.float32))
+    gpu.upload(ro.actions, rng.integers(0, 3, (N * T, 2)).astype(np.float32))
+    gpu.upload(ro.logprobs, np.full(N * T, -2.2, np.float32))
+    gpu.upload(ro.rewards, rng.standard_normal(N * T).astype(np.float32) * 0.1)
+    t = time.perf_counter()
+    learner = Learner(policy, ro, args.minibatch)
+    build = time.perf_counter() - t
+    plan = learner.plans[0]
+    encodes = []
+    for _ in range(20):
+        enc = gpu.device.create_command_encoder()
+        cpass = enc.begin_compute_pass()
+        plan.encode(cpass)
+        cpass.end()
+        enc.finish()
+        encodes.append(plan.encode_seconds)
+    learner.run(0.01, minibatches=[0])
+    k = min(args.minibatches, learner.num_minibatches)
+    t = time.perf_counter()
+    learner.run(0.01, minibatches=range(k))
+    per_mb = (time.perf_counter() - t) / k
+    flops = 3 * spec.flops_per_step() * args.minibatch  # forward + backward ≈ 3× forward (Muon excluded)
+    rate = flops / per_mb / 1e9
+    ref = matmul_gflops(gpu)
+    print(f"config: minibatch {args.minibatch} = {learner.R} rows x {T} steps, H={spec.hidden}, L={spec.layers}, "
+          f"D={spec.obs_size}, heads {list(spec.act_sizes)}; {learner.num_minibatches} minibatches/epoch "
+          f"(plans built in {build:.2f} s)")
+    print(f"dispatches per minibatch: {learner.dispatches_per_minibatch()}")
+    print(f"CPU encode per minibatch: {min(encodes) * 1e3:.3f} ms best, {np.median(encodes) * 1e3:.3f} ms median")
+    print(f"GPU time per minibatch: {per_mb * 1e3:.0f} ms ({args.minibatch / per_mb:,.0f} samples/s)")
+    print(f"achieved: {rate:.1f} GFLOP/s = {rate / ref:.0%} of the tuned matmul's {ref:.1f} GFLOP/s")
+    print(f"learner minibatch: {per_mb * 1e3:.0f} ms, {learner.dispatches_per_minibatch()} dispatches on {gpu.describe()}")
+
+
+if __name__ == "__main__":
+    main()

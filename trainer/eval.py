@@ -1,0 +1,135 @@
+"""Evaluate a checkpoint: watch it play, measure it, or record it.
+
+    python -m trainer.eval --env platformer                      # latest checkpoint, in a window
+    python -m trainer.eval --env platformer PATH.bin             # a given checkpoint
+    python -m trainer.eval --env platformer --headless --episodes 1000   # perf over 1000 episodes
+    python -m trainer.eval --env platformer --gif run.gif        # one episode to a GIF (no display)
+
+Headless counting is fair: every env contributes exactly its first k episodes (k = episodes /
+parallel envs, rounded up). Counting whatever finishes first would over-count short episodes
+(early deaths). Sampling is stochastic, as in training. Config flags (--env.frameskip 2 …) apply.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numpy as np  # noqa: E402
+
+import envs  # noqa: E402
+from envs.image import write_gif  # noqa: E402
+
+from . import checkpoint as ckpt  # noqa: E402
+from . import config as config_mod  # noqa: E402
+from .gpu import GPUError, get_gpu  # noqa: E402
+from .policy import Policy, PolicySpec, Rollout, RolloutStep  # noqa: E402
+
+
+class Evaluator:
+    """A policy from a checkpoint driving N agents of an env, one GPU step per env step."""
+
+    def __init__(self, env_name: str, cfg: dict, checkpoint: str, num_agents: int, seed: int, adapter=None):
+        self.gpu = get_gpu(adapter, quiet=True)
+        self.env = envs.make(env_name, num_agents, config=cfg["env"], num_threads=cfg["vec"]["num_threads"],
+                             seed=seed, check_actions=False)
+        path = ckpt.resolve(checkpoint, cfg["base"]["checkpoint_dir"], self.env.name)
+        meta = ckpt.read_sidecar(path) if path.exists() else None
+        hidden = meta["hidden_size"] if meta else cfg["policy"]["hidden_size"]
+        layers = meta["num_layers"] if meta else cfg["policy"]["num_layers"]
+        self.spec = PolicySpec(self.env.obs_size, hidden, layers, self.env.act_sizes)
+        weights, self.meta = ckpt.load(path, self.spec, env=self.env.name)
+        self.path = path
+        self.policy = Policy(self.gpu, self.spec, weights)
+        self.rollout = Rollout(self.gpu, self.spec, self.env.num_agents, 1)
+        self.infer = RolloutStep(self.policy, self.rollout, seed=seed)
+        self.steps = 0
+        self.env.reset()
+
+    def step(self):
+        env = self.env
+        actions = self.infer(0, self.steps, env.observations, env.rewards, env.terminals)
+        env.step(actions)
+        self.steps += 1
+
+    def measure(self, episodes: int, max_steps: int = 1_000_000) -> dict:
+        """Mean of every logged metric over the first k episodes of each env (k·num_envs ≥ episodes)."""
+        env = self.env
+        per_env = -(-episodes // env.num_envs)
+        taken = np.zeros(env.num_envs, int)
+        results = []
+        env.log()  # start from clean logs
+        for _ in range(max_steps):
+            self.step()
+            counts = env.log_counts()
+            for i in np.flatnonzero((counts > 0) & (taken < per_env)):
+                results.append(env.env_log(int(i)))
+                taken[i] += 1
+            if taken.min() >= per_env:
+                break
+        else:
+            raise RuntimeError(f"only {taken.sum()} of {per_env * env.num_envs} episodes finished in {max_steps} steps")
+        keys = [k for k in results[0] if k != "n"]
+        return {"episodes": len(results), **{k: float(np.mean([r[k] for r in results])) for k in keys}}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m trainer.eval", description=__doc__.split("\n")[0])
+    ap.add_argument("--env", required=True, help=f"env name ({', '.join(envs.list_envs())}) or header path")
+    ap.add_argument("checkpoint", nargs="?", default="latest", help="latest (default) or a .bin path")
+    ap.add_argument("--headless", action="store_true", help="no window: print perf over --episodes episodes")
+    ap.add_argument("--episodes", type=int, default=1000, help="episodes to measure with --headless (default 1000)")
+    ap.add_argument("--agents", type=int, default=1024, help="parallel envs for --headless (default 1024)")
+    ap.add_argument("--gif", help="record one episode of env 0 to this GIF file (no display needed)")
+    ap.add_argument("--fps", type=float, default=30, help="window/GIF frame rate")
+    ap.add_argument("--seed", type=int, default=1, help="seed for the envs and action sampling")
+    ap.add_argument("--adapter", default=None, help="GPU adapter name/backend substring")
+    args, rest = ap.parse_known_args(argv)
+    try:
+        cfg, _ = config_mod.load(args.env, config_mod.parse_flags(rest))
+        if args.headless:
+            ev = Evaluator(args.env, cfg, args.checkpoint, min(args.agents, args.episodes), args.seed, args.adapter)
+            t0 = time.perf_counter()
+            res = ev.measure(args.episodes)
+            dt = time.perf_counter() - t0
+            print(f"checkpoint {ev.path} (step {ev.meta.get('global_step', '?')})")
+            print(f"{ev.env.name}: " + " ".join(f"{k} {v:.4f}" for k, v in res.items() if k != "episodes")
+                  + f" over {res['episodes']} episodes ({ev.env.num_envs} envs × first "
+                  f"{res['episodes'] // ev.env.num_envs}) in {dt:.1f} s")
+            print(f"perf {res.get('perf', float('nan')):.4f}")
+            return 0
+        ev = Evaluator(args.env, cfg, args.checkpoint, 1, args.seed, args.adapter)
+        print(f"checkpoint {ev.path} (step {ev.meta.get('global_step', '?')})")
+        if args.gif:
+            frames = [ev.env.render(0)]
+            for _ in range(100_000):
+                ev.step()
+                if ev.env.terminals[0]:
+                    break
+                frames.append(ev.env.render(0))
+            write_gif(args.gif, frames, fps=args.fps)
+            log = ev.env.log()
+            print(f"wrote {args.gif}: {len(frames)} frames; " + " ".join(f"{k} {v:.3g}" for k, v in log.items()))
+            return 0
+        from envs.viewer import Viewer
+        frame = ev.env.render(0)
+        with Viewer(f"puffgpu eval: {ev.env.name}", frame.shape[1], frame.shape[0]) as view:
+            while view.show(frame):
+                t = time.perf_counter()
+                ev.step()
+                if ev.env.terminals[0]:
+                    log = ev.env.log()
+                    print(" ".join(f"{k} {v:.3g}" for k, v in log.items()), flush=True)
+                frame = ev.env.render(0)
+                time.sleep(max(0.0, 1.0 / args.fps - (time.perf_counter() - t)))
+    except (config_mod.ConfigError, ckpt.CheckpointError, GPUError, ValueError, RuntimeError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
