@@ -47,6 +47,25 @@ const S: u32 = 8u;
 override WG: u32 = 64u;
 override WG_REDUCE: u32 = 256u;
 
+// log Σ exp over one head's logits out[b .. b+size)
+fn head_lse(b: u32, size: u32) -> f32 {
+    var mx = out[b];
+    for (var j = 1u; j < size; j++) { mx = max(mx, out[b + j]); }
+    var total = 0.0;
+    for (var j = 0u; j < size; j++) { total += exp(out[b + j] - mx); }
+    return mx + log(total);
+}
+
+// entropy −Σ p log p of one head, given its log-sum-exp
+fn head_entropy(b: u32, size: u32, lse: f32) -> f32 {
+    var ent = 0.0;
+    for (var j = 0u; j < size; j++) {
+        let lpj = out[b + j] - lse;
+        ent -= exp(lpj) * lpj;
+    }
+    return ent;
+}
+
 @compute @workgroup_size(WG, 1, 1)
 fn ppo_loss(@builtin(global_invocation_id) gid: vec3<u32>) {
     let i = gid.x;
@@ -60,17 +79,8 @@ fn ppo_loss(@builtin(global_invocation_id) gid: vec3<u32>) {
     var o = 0u;
     for (var h = 0u; h < p.K; h++) {
         let size = act_sizes[p.act_sizes_off + h];
-        var mx = out[base + o];
-        for (var j = 1u; j < size; j++) { mx = max(mx, out[base + o + j]); }
-        var total = 0.0;
-        for (var j = 0u; j < size; j++) { total += exp(out[base + o + j] - mx); }
-        let lse = mx + log(total);
-        var ent = 0.0;
-        for (var j = 0u; j < size; j++) {
-            let lpj = out[base + o + j] - lse;
-            ent -= exp(lpj) * lpj;
-        }
-        entropy += ent;
+        let lse = head_lse(base + o, size);
+        entropy += head_entropy(base + o, size, lse);
         let a = u32(actions[p.actions_off + i * p.K + h]);
         logp += out[base + o + a] - lse;
         o += size;
@@ -105,16 +115,8 @@ fn ppo_loss(@builtin(global_invocation_id) gid: vec3<u32>) {
     o = 0u;
     for (var h = 0u; h < p.K; h++) {
         let size = act_sizes[p.act_sizes_off + h];
-        var mx = out[base + o];
-        for (var j = 1u; j < size; j++) { mx = max(mx, out[base + o + j]); }
-        var total = 0.0;
-        for (var j = 0u; j < size; j++) { total += exp(out[base + o + j] - mx); }
-        let lse = mx + log(total);
-        var ent = 0.0;
-        for (var j = 0u; j < size; j++) {
-            let lpj = out[base + o + j] - lse;
-            ent -= exp(lpj) * lpj;
-        }
+        let lse = head_lse(base + o, size);
+        let ent = head_entropy(base + o, size, lse);
         let a = u32(actions[p.actions_off + i * p.K + h]);
         for (var j = 0u; j < size; j++) {
             let lpj = out[base + o + j] - lse;

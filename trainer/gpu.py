@@ -30,7 +30,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import wgpu
+
+if sys.platform.startswith("linux") and not os.environ.get("XDG_RUNTIME_DIR"):
+    # Mesa's Vulkan drivers print "XDG_RUNTIME_DIR is invalid or not set" on every adapter query of
+    # a headless machine; a private runtime dir keeps the trainer's output clean.
+    _rt = Path(f"/tmp/puffgpu-runtime-{os.getuid()}")
+    _rt.mkdir(mode=0o700, exist_ok=True)
+    os.environ["XDG_RUNTIME_DIR"] = str(_rt)
+
+import wgpu  # noqa: E402
 
 SHADER_DIR = Path(__file__).resolve().parent.parent / "shaders"
 
