@@ -132,6 +132,24 @@ def test_log_aggregation_sums_over_envs_and_divides_by_total_n():
     assert env.log()["n"] == 10.0
 
 
+def test_per_env_log_counts_and_reads():
+    """log_counts/env_log let an evaluator take each env's first episode (trainer.eval)."""
+    env = envs.make("bandit", 6, num_threads=1)
+    env.reset()
+    ctx = env.observations.argmax(1)
+    env.actions[:, 0] = np.where(np.arange(6) < 2, ctx, (ctx + 1) % 4)  # envs 0, 1 right on head 0
+    env.actions[:, 1] = ctx % 3
+    env.step()
+    assert env.log_counts().tolist() == [1.0] * 6
+    one = env.env_log(0)
+    assert one["n"] == 1.0 and one["perf"] == 1.0
+    assert env.log_counts().tolist() == [0.0] + [1.0] * 5  # only env 0 was read and cleared
+    rest = env.log()
+    assert rest["n"] == 5.0 and rest["perf"] == pytest.approx(1 / 5)
+    with pytest.raises(IndexError):
+        env.env_log(6)
+
+
 def test_bandit_optimal_policy_is_perfect():
     env = envs.make("bandit", 64, num_threads=1)
     env.reset()
