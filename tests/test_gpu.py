@@ -1,0 +1,81 @@
+"""GPU runtime: adapter choice and its errors, plan checks, buffers, readback."""
+import numpy as np
+import pytest
+
+from trainer import gpu as gpu_mod
+from trainer import ops
+from trainer.gpu import GPUError
+
+
+def test_no_adapter_error_names_the_fix(monkeypatch):
+    monkeypatch.setattr(gpu_mod.wgpu.gpu, "enumerate_adapters_sync", lambda: [])
+    with pytest.raises(GPUError, match="apt-get install mesa-vulkan-drivers"):
+        gpu_mod.choose_adapter(force="")
+
+
+def test_forced_adapter_must_exist(gpu):
+    with pytest.raises(GPUError, match=r"matches no adapter\. Available:"):
+        gpu_mod.choose_adapter("no-such-gpu-anywhere")
+    assert gpu_mod.choose_adapter(gpu.backend.lower()).info["device"] == gpu.info["device"]
+
+
+def test_cpu_adapter_only_when_no_gpu(monkeypatch):
+    class A:
+        def __init__(self, kind, name):
+            self.info = {"adapter_type": kind, "device": name, "backend_type": "Vulkan"}
+    fake = [A("CPU", "llvmpipe"), A("IntegratedGPU", "igpu"), A("DiscreteGPU", "dgpu")]
+    monkeypatch.setattr(gpu_mod.wgpu.gpu, "enumerate_adapters_sync", lambda: fake)
+    monkeypatch.delenv("PUFFGPU_ADAPTER", raising=False)
+    assert gpu_mod.choose_adapter().info["device"] == "dgpu"
+    monkeypatch.setattr(gpu_mod.wgpu.gpu, "enumerate_adapters_sync", lambda: fake[:1])
+    assert gpu_mod.choose_adapter().info["device"] == "llvmpipe"
+    monkeypatch.setattr(gpu_mod.wgpu.gpu, "enumerate_adapters_sync", lambda: fake)
+    monkeypatch.setenv("PUFFGPU_ADAPTER", "cpu")
+    assert gpu_mod.choose_adapter().info["device"] == "llvmpipe"
+
+
+def test_upload_readback_zero_subranges(gpu):
+    buf = gpu.array(np.arange(100, dtype=np.float32), "x")
+    gpu.upload(buf.f32(10, 5), np.full(5, -1, np.float32))
+    gpu.zero(buf.f32(90, 10))
+    got = gpu.read(buf)
+    want = np.arange(100, dtype=np.float32)
+    want[10:15] = -1
+    want[90:] = 0
+    assert np.array_equal(got, want)
+    assert np.array_equal(gpu.read(buf.f32(10, 3)), [-1, -1, -1])
+    with pytest.raises(GPUError, match="does not fit"):
+        gpu.upload(buf.f32(95, 5), np.zeros(10, np.float32))
+    with pytest.raises(GPUError, match="outside buffer"):
+        buf.f32(99, 2)
+
+
+def test_plan_checks_name_the_kernel(gpu):
+    k = gpu.kernel("matmul.wgsl", "matmul_forward_ref", WG_X=16, WG_Y=16)
+    buf = gpu.buffer(1024, "b")
+    plan = gpu.plan("checks")
+    with pytest.raises(GPUError, match=r"matmul.wgsl:matmul_forward_ref.*grid \(0, 1, 1\)"):
+        plan.add(k, (0, 1), a=buf.range(), b=buf.range(), y=buf.range(), z=buf.range())
+    with pytest.raises(GPUError, match=r"unknown bindings \['q'\]"):
+        plan.add(k, 1, a=buf.range(), b=buf.range(), y=buf.range(), z=buf.range(), q=buf.range())
+    with pytest.raises(GPUError, match=r"uses bindings \['z'\] but none were given"):
+        plan.add(k, 1, a=buf.range(), b=buf.range(), y=buf.range())
+    with pytest.raises(GPUError, match=r"unknown params \['MM'\]"):
+        plan.add(k, 1, {"MM": 3}, a=buf.range(), b=buf.range(), y=buf.range(), z=buf.range())
+    with pytest.raises(GPUError, match="no entry point 'nope'"):
+        gpu.kernel("matmul.wgsl", "nope")
+    with pytest.raises(GPUError, match="shader file 'nope.wgsl' not found"):
+        gpu.kernel("nope.wgsl", "main")
+
+
+def test_plan_replays_and_counts(gpu):
+    """A plan is encoded afresh each run (command buffers are single-use), so it can run many times."""
+    x = gpu.array(np.ones((4, 4), np.float32), "x")
+    y = gpu.array(np.zeros((4, 4), np.float32), "y")
+    plan = gpu.plan("replay")
+    ops.matmul_forward(plan, x.range(), x.range(), y.range(), 4, 4, 4, accumulate=True)
+    assert len(plan) == 1
+    for _ in range(3):
+        gpu.run(plan)
+    assert np.array_equal(gpu.read(y), np.full(16, 12.0, np.float32))
+    assert plan.encode_seconds > 0
