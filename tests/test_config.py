@@ -65,3 +65,11 @@ def test_cli_errors_are_clear(capsys):
     assert "unknown key [train] bogus" in capsys.readouterr().err
     assert main(["--env", "nosuchenv"]) == 1
     assert "unknown env 'nosuchenv'; built-in envs: " in capsys.readouterr().err
+
+
+def test_section_flags_split_from_positionals():
+    flags, rest = config.split_section_flags(
+        ["--env", "memory", "--base.checkpoint_dir", "/tmp/ck", "latest", "--env.delay=3", "--headless"])
+    assert flags == ["--base.checkpoint_dir", "/tmp/ck", "--env.delay=3"]
+    assert rest == ["--env", "memory", "latest", "--headless"]
+    assert config.parse_flags(flags) == {"base.checkpoint_dir": "/tmp/ck", "env.delay": "3"}

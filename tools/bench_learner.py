@@ -36,6 +36,26 @@ def matmul_gflops(gpu, reps=10):
     return 2 * M * N * K * reps / best / 1e9
 
 
+def profile(gpu, plan, reps=3):
+    """Time each dispatch of `plan` alone (one submit each, best of `reps`), grouped by kernel."""
+    from trainer.gpu import Plan
+    totals = {}
+    for d in plan.dispatches:
+        single = Plan(gpu, "profile")
+        single.arena = plan.arena  # finalized: bind groups already point into the arena
+        single.dispatches = [d]
+        best = float("inf")
+        for _ in range(reps):
+            t = time.perf_counter()
+            gpu.run(single)
+            gpu.sync()
+            best = min(best, time.perf_counter() - t)
+        totals[d.kernel.label] = totals.get(d.kernel.label, 0.0) + best
+    print("per-kernel time of one minibatch (each dispatch alone, incl. ~0.2 ms submit+sync):")
+    for label, sec in sorted(totals.items(), key=lambda kv: -kv[1]):
+        print(f"  {sec * 1e3:8.1f} ms  {label}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--agents", type=int, default=1024)
@@ -43,6 +63,7 @@ def main():
     ap.add_argument("--minibatch", type=int, default=8192)
     ap.add_argument("--minibatches", type=int, default=3, help="timed minibatches")
     ap.add_argument("--adapter", default=None)
+    ap.add_argument("--profile", action="store_true", help="also time every dispatch of one minibatch alone")
     args = ap.parse_args()
     gpu = get_gpu(args.adapter)
     spec = PolicySpec(obs_size=413, hidden=128, layers=4, act_sizes=(3, 3))
@@ -81,6 +102,8 @@ def main():
     print(f"CPU encode per minibatch: {min(encodes) * 1e3:.3f} ms best, {np.median(encodes) * 1e3:.3f} ms median")
     print(f"GPU time per minibatch: {per_mb * 1e3:.0f} ms ({args.minibatch / per_mb:,.0f} samples/s)")
     print(f"achieved: {rate:.1f} GFLOP/s = {rate / ref:.0%} of the tuned matmul's {ref:.1f} GFLOP/s")
+    if args.profile:
+        profile(gpu, plan)
     print(f"learner minibatch: {per_mb * 1e3:.0f} ms, {learner.dispatches_per_minibatch()} dispatches on {gpu.describe()}")
 
 

@@ -168,6 +168,23 @@ def help_text(cfg: dict, desc: dict, env_name: str | None) -> str:
     return "\n".join(lines)
 
 
+def split_section_flags(argv: list[str]) -> tuple[list[str], list[str]]:
+    """Separate `--section.key value` / `--section.key=value` tokens (a dot in the name) from the
+    rest, so that a command with positional arguments does not take a flag's value for one."""
+    flags, rest, i = [], [], 0
+    while i < len(argv):
+        a = argv[i]
+        if a.startswith("--") and "." in a.split("=", 1)[0]:
+            flags.append(a)
+            if "=" not in a and i + 1 < len(argv):
+                flags.append(argv[i + 1])
+                i += 1
+        else:
+            rest.append(a)
+        i += 1
+    return flags, rest
+
+
 def parse_flags(argv: list[str]) -> dict[str, str]:
     """`--section.key value` / `--section.key=value` pairs (a bare --key is [base]) → {name: value}."""
     flags, i = {}, 0

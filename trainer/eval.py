@@ -7,7 +7,8 @@
 
 Headless counting is fair: every env contributes exactly its first k episodes (k = episodes /
 parallel envs, rounded up). Counting whatever finishes first would over-count short episodes
-(early deaths). Sampling is stochastic, as in training. Config flags (--env.frameskip 2 …) apply.
+(early deaths). Sampling is stochastic, as in training. Config flags (--env.frameskip 2,
+--base.checkpoint_dir DIR, …) apply.
 """
 from __future__ import annotations
 
@@ -87,9 +88,10 @@ def main(argv=None) -> int:
     ap.add_argument("--fps", type=float, default=30, help="window/GIF frame rate")
     ap.add_argument("--seed", type=int, default=1, help="seed for the envs and action sampling")
     ap.add_argument("--adapter", default=None, help="GPU adapter name/backend substring")
-    args, rest = ap.parse_known_args(argv)
+    flags, argv = config_mod.split_section_flags(sys.argv[1:] if argv is None else argv)
+    args = ap.parse_args(argv)
     try:
-        cfg, _ = config_mod.load(args.env, config_mod.parse_flags(rest))
+        cfg, _ = config_mod.load(args.env, config_mod.parse_flags(flags))
         if args.headless:
             ev = Evaluator(args.env, cfg, args.checkpoint, min(args.agents, args.episodes), args.seed, args.adapter)
             t0 = time.perf_counter()
