@@ -7,26 +7,37 @@
 //   matmul_backward_weight  Y[M,N] = Σ_k A[k,m]·B[k,n]    dW = dyᵀ·x  A = dy [K,M], B = x  [K,N]
 //
 // Shapes: M, N output rows/cols, K the reduced dimension. Every operand has an element offset
-// (*_off), a row stride (ld*) and a batch stride (*_bs, used with grid z = batch index).
+// (*_off), a row stride (ld*) and a batch stride (*_bs, used with grid z = batch index). tr = 1 stores
+// Y transposed (y[n·ldy + m]): the forward launcher swaps A and B for narrow outputs (yᵀ = B·Aᵀ).
 //
 // Bindings: a, b (operands as f32), y (output), z (epilogue input; may alias y), a4, b4 (the same
 // operands seen as vec4, for the *_vec4 kernels), then Params. All storage is read_write: Muon
 // multiplies matrices that live in one scratch buffer, and a buffer bound read-only and read-write
-// in one dispatch is rejected even on disjoint ranges.
+// in one dispatch is rejected even on disjoint ranges (read-only binding measured no faster anyway).
 //
 // Three versions of each product, all under golden test:
 //   *_ref    one output per invocation, workgroup WG_X×WG_Y (x → n, y → m): obviously correct.
-//   plain    an 8×8 output tile per invocation in registers (16 vec4 accumulators), no workgroup
-//            memory, scalar loads: works for any offset/stride (the encoder's D = 413 rows).
-//   *_vec4   the same tile with vec4 loads; needs operand offsets and strides that are multiples of
-//            4 and rows that hold whole vec4s (forward: K % 4 == 0; the others: ld >= the contiguous
-//            size rounded up to 4, e.g. obs rows padded from 413 to 416). ~1.5–2× the plain kernel.
-// lavapipe runs invocations across SIMD lanes, so every load is a gather: speed comes from the
-// multiply-adds per load (256 per 16 vec4 loads here). Grid: (ceil(N/(8·WG_X)), ceil(M/(8·WG_Y)), batch).
-// Rows/columns past the edge are clamped to the last valid one: they compute sums that are never
-// stored, which keeps the inner loops branch-free. A tile is indexed only with constants so that
-// it stays in registers (a dynamic index spills it to memory).
-// Loops stay short: lavapipe stops an invocation silently after 65,535 loop iterations in total.
+//   plain    tuned (below), scalar loads: any offset/stride (the encoder's D = 413 rows).
+//   *_vec4   the same with vec4 loads; needs operand offsets and strides that are multiples of 4 and
+//            rows that hold whole vec4s (the launcher checks; e.g. obs rows padded from 413 to 416).
+//
+// Tuned kernels: a workgroup is one subgroup of 8 lanes (lavapipe runs 8 invocations per 256-bit SIMD
+// op) computing 8·RG rows × 64 columns; each lane keeps 8·RG × 8 outputs in registers (RG Tiles).
+// Grid: (ceil(N/64), ceil(M/(8·RG)), batch); RG (override) = 1, 2 or 4 chosen by the launcher.
+// Why this shape — measured on lavapipe (Mesa 22.3, LLVM 15): every storage load is done lane by
+// lane (~3 ns per vec4 per invocation, scalar loads ~2x that per float; addresses that are equal in
+// all lanes are not detected), while a subgroupBroadcast costs ~0.3 ns. So each lane loads only
+// what is its own (its columns of B) and the rows of A, which all 8 lanes need, are loaded once —
+// one row per lane — and handed around with subgroupBroadcast. The old 8×8-per-invocation kernel,
+// where every lane loaded the same A rows itself, spent ~60% of its time in loads (~7 GFLOP/s on
+// one thread vs ~13–15 now). Where subgroups are not 8 lanes wide (real GPUs; llvmpipe with
+// LP_NATIVE_VECTOR_WIDTH=128) a uniform branch takes a path where each lane loads all rows itself.
+// Rows/columns past the edge are clamped to valid ones: they compute sums that are never stored,
+// which keeps the inner loops branch-free. Tiles are indexed only with constants (helpers and loops of
+// constant trip count, unrolled) so that they stay in registers: one dynamic index, even in the final
+// store, moves a whole tile to memory and halves the speed.
+// Loops stay short: lavapipe stops an invocation silently after 65,535 loop iterations in total
+// (the launcher checks K against it). Needs the 'subgroup' feature (the launcher says so if absent).
 
 struct Params {
     M: u32, N: u32, K: u32,
@@ -34,6 +45,7 @@ struct Params {
     lda: u32, ldb: u32, ldy: u32, ldz: u32,
     a_bs: u32, b_bs: u32, y_bs: u32, z_bs: u32,
     alpha: f32, beta: f32,
+    tr: u32,  // 1: Y stored transposed (see above)
 }
 
 @group(0) @binding(0) var<storage, read_write> a: array<f32>;
@@ -44,19 +56,22 @@ struct Params {
 @group(0) @binding(5) var<storage, read_write> b4: array<vec4<f32>>;
 @group(0) @binding(6) var<uniform> p: Params;
 
-override WG_X: u32 = 8u;
+override WG_X: u32 = 8u;  // *_ref workgroup
 override WG_Y: u32 = 8u;
+override RG: u32 = 4u;  // tuned kernels: row groups of 8 per workgroup (1, 2 or 4)
 
 alias V8 = array<vec4<f32>, 8>;
 alias Tile = array<vec4<f32>, 16>;  // row i of the 8×8 tile = (tile[2i], tile[2i+1])
 alias Rows = array<u32, 8>;
 
 fn store(m: u32, n: u32, bt: u32, v: f32) {
+    let tr = p.tr != 0u;
+    let r = select(m, n, tr); let c = select(n, m, tr);
     var out = p.alpha * v;
     if (p.beta != 0.0) {
-        out += p.beta * z[p.z_off + bt * p.z_bs + m * p.ldz + n];
+        out += p.beta * z[p.z_off + bt * p.z_bs + r * p.ldz + c];
     }
-    y[p.y_off + bt * p.y_bs + m * p.ldy + n] = out;
+    y[p.y_off + bt * p.y_bs + r * p.ldy + c] = out;
 }
 
 // ---------------------------------------------------------------- reference kernels
@@ -96,43 +111,83 @@ fn matmul_backward_weight_ref(@builtin(global_invocation_id) gid: vec3<u32>) {
 
 // ---------------------------------------------------------------- tile helpers
 
-// Element index of the first element of 8 consecutive rows r0.. (clamped to count-1), stride ld.
-fn rows8(base: u32, r0: u32, count: u32, ld: u32) -> Rows {
+// A lane's 8 output columns (its share of the subgroup's 64) and row pointers.
+alias Cols = array<u32, 8>;
+
+// Element index of the first element of 8 rows r0, r0+s, .. r0+7s (each clamped to count-1), stride ld.
+fn rows8(base: u32, r0: u32, s: u32, count: u32, ld: u32) -> Rows {
     let c = count - 1u;
-    return Rows(base + min(r0, c) * ld, base + min(r0 + 1u, c) * ld, base + min(r0 + 2u, c) * ld,
-                base + min(r0 + 3u, c) * ld, base + min(r0 + 4u, c) * ld, base + min(r0 + 5u, c) * ld,
-                base + min(r0 + 6u, c) * ld, base + min(r0 + 7u, c) * ld);
+    return Rows(base + min(r0, c) * ld, base + min(r0 + s, c) * ld, base + min(r0 + 2u * s, c) * ld,
+                base + min(r0 + 3u * s, c) * ld, base + min(r0 + 4u * s, c) * ld, base + min(r0 + 5u * s, c) * ld,
+                base + min(r0 + 6u * s, c) * ld, base + min(r0 + 7u * s, c) * ld);
 }
 
-fn la(i: u32) -> vec4<f32> { return vec4(a[i], a[i + 1u], a[i + 2u], a[i + 3u]); }
-fn lb(i: u32) -> vec4<f32> { return vec4(b[i], b[i + 1u], b[i + 2u], b[i + 3u]); }
-fn la4(i: u32) -> vec4<f32> { return a4[i >> 2u]; }  // i is a multiple of 4 in the *_vec4 kernels
+// The 8 columns n, n+8, .. n+56 (forward: lanes interleave so that a subgroup covers 64 columns).
+fn cols_step8(n: u32) -> Cols { return Cols(n, n + 8u, n + 16u, n + 24u, n + 32u, n + 40u, n + 48u, n + 56u); }
+
+// The 8 columns q, q+1, q+2, q+3, q+32, .. q+35: two vec4 groups 32 apart (see the product kernels).
+fn cols_vec4(q: u32) -> Cols {
+    return Cols(q, q + 1u, q + 2u, q + 3u, q + 32u, q + 33u, q + 34u, q + 35u);
+}
+
+// Start of a vec4 column group, replaced by group 0 when it lies past the edge (its sums are never stored;
+// the row holds whole vec4s up to N rounded up to 4, which the launcher checks).
+fn group4(q: u32, count: u32) -> u32 { return select(0u, q, q < count); }
+
+// one vec4 load (element index a multiple of 4)
+fn la4(i: u32) -> vec4<f32> { return a4[i >> 2u]; }
 fn lb4(i: u32) -> vec4<f32> { return b4[i >> 2u]; }
+
+// Loads of A[row, k..k+3] and B[row, k..k+3] at the end of a row of K elements: indices past K are
+// clamped to K-1 (valid reads) and the A side is zeroed there, so the last partial step adds nothing.
+fn kmask(k: u32) -> vec4<bool> { return vec4(k, k + 1u, k + 2u, k + 3u) < vec4(p.K); }
+fn la_k(i: u32, k: u32) -> vec4<f32> {
+    let e = p.K - 1u;
+    return select(vec4(0.0), vec4(a[i + k], a[i + min(k + 1u, e)], a[i + min(k + 2u, e)], a[i + min(k + 3u, e)]), kmask(k));
+}
+fn lb_k(i: u32, k: u32) -> vec4<f32> {
+    let e = p.K - 1u;
+    return vec4(b[i + min(k, e)], b[i + min(k + 1u, e)], b[i + min(k + 2u, e)], b[i + min(k + 3u, e)]);
+}
+fn la4_k(i: u32, k: u32) -> vec4<f32> { return select(vec4(0.0), a4[(i + k) >> 2u], kmask(k)); }  // row holds whole vec4s
+
+// Every lane gets lane l's v, for l = 0..7 (a register shuffle; a memory load costs ~10x more on lavapipe).
+fn bcast8(v: vec4<f32>) -> V8 {
+    return V8(subgroupBroadcast(v, 0u), subgroupBroadcast(v, 1u), subgroupBroadcast(v, 2u), subgroupBroadcast(v, 3u),
+              subgroupBroadcast(v, 4u), subgroupBroadcast(v, 5u), subgroupBroadcast(v, 6u), subgroupBroadcast(v, 7u));
+}
 
 fn dots(x: vec4<f32>, w0: vec4<f32>, w1: vec4<f32>, w2: vec4<f32>, w3: vec4<f32>) -> vec4<f32> {
     return vec4(dot(x, w0), dot(x, w1), dot(x, w2), dot(x, w3));
 }
 
-fn store_row(m: u32, n0: u32, bt: u32, lo: vec4<f32>, hi: vec4<f32>) {
+fn store_row(m: u32, cols: Cols, bt: u32, lo: vec4<f32>, hi: vec4<f32>) {
     if (m >= p.M) { return; }
-    if (n0 + 0u < p.N) { store(m, n0 + 0u, bt, lo.x); }
-    if (n0 + 1u < p.N) { store(m, n0 + 1u, bt, lo.y); }
-    if (n0 + 2u < p.N) { store(m, n0 + 2u, bt, lo.z); }
-    if (n0 + 3u < p.N) { store(m, n0 + 3u, bt, lo.w); }
-    if (n0 + 4u < p.N) { store(m, n0 + 4u, bt, hi.x); }
-    if (n0 + 5u < p.N) { store(m, n0 + 5u, bt, hi.y); }
-    if (n0 + 6u < p.N) { store(m, n0 + 6u, bt, hi.z); }
-    if (n0 + 7u < p.N) { store(m, n0 + 7u, bt, hi.w); }
+    if (cols[0] < p.N) { store(m, cols[0], bt, lo.x); }
+    if (cols[1] < p.N) { store(m, cols[1], bt, lo.y); }
+    if (cols[2] < p.N) { store(m, cols[2], bt, lo.z); }
+    if (cols[3] < p.N) { store(m, cols[3], bt, lo.w); }
+    if (cols[4] < p.N) { store(m, cols[4], bt, hi.x); }
+    if (cols[5] < p.N) { store(m, cols[5], bt, hi.y); }
+    if (cols[6] < p.N) { store(m, cols[6], bt, hi.z); }
+    if (cols[7] < p.N) { store(m, cols[7], bt, hi.w); }
 }
 
-fn store_tile(m0: u32, n0: u32, bt: u32, t: Tile) {
-    store_row(m0 + 0u, n0, bt, t[0], t[1]);   store_row(m0 + 1u, n0, bt, t[2], t[3]);
-    store_row(m0 + 2u, n0, bt, t[4], t[5]);   store_row(m0 + 3u, n0, bt, t[6], t[7]);
-    store_row(m0 + 4u, n0, bt, t[8], t[9]);   store_row(m0 + 5u, n0, bt, t[10], t[11]);
-    store_row(m0 + 6u, n0, bt, t[12], t[13]); store_row(m0 + 7u, n0, bt, t[14], t[15]);
+// rows m0..m0+7 of the tile; row i of the tile = (t[2i], t[2i+1]), in the order of `cols`
+fn store_tile(m0: u32, cols: Cols, bt: u32, t: Tile) {
+    store_row(m0 + 0u, cols, bt, t[0], t[1]);   store_row(m0 + 1u, cols, bt, t[2], t[3]);
+    store_row(m0 + 2u, cols, bt, t[4], t[5]);   store_row(m0 + 3u, cols, bt, t[6], t[7]);
+    store_row(m0 + 4u, cols, bt, t[8], t[9]);   store_row(m0 + 5u, cols, bt, t[10], t[11]);
+    store_row(m0 + 6u, cols, bt, t[12], t[13]); store_row(m0 + 7u, cols, bt, t[14], t[15]);
 }
 
-// forward step over 4 values of k: x[i] = A[m0+i, k..k+3], w[j] = B[n0+j, k..k+3]
+fn store_tiles(m0: u32, cols: Cols, bt: u32, t0: Tile, t1: Tile, t2: Tile, t3: Tile) {
+    store_tile(m0, cols, bt, t0);
+    if (RG > 1u) { store_tile(m0 + 8u, cols, bt, t1); }
+    if (RG > 2u) { store_tile(m0 + 16u, cols, bt, t2); store_tile(m0 + 24u, cols, bt, t3); }
+}
+
+// forward step over 4 values of k: x[i] = A[m0+i, k..k+3], w[j] = B[col j, k..k+3]
 fn forward_step(t: ptr<function, Tile>, x: V8, w: V8) {
     (*t)[0] += dots(x[0], w[0], w[1], w[2], w[3]);  (*t)[1] += dots(x[0], w[4], w[5], w[6], w[7]);
     (*t)[2] += dots(x[1], w[0], w[1], w[2], w[3]);  (*t)[3] += dots(x[1], w[4], w[5], w[6], w[7]);
@@ -144,7 +199,7 @@ fn forward_step(t: ptr<function, Tile>, x: V8, w: V8) {
     (*t)[14] += dots(x[7], w[0], w[1], w[2], w[3]); (*t)[15] += dots(x[7], w[4], w[5], w[6], w[7]);
 }
 
-// input-gradient step over 4 values of k: x[i] = A[m0+i, k..k+3]; w[2r], w[2r+1] = B[k+r, n0..n0+7]
+// input-gradient step over 4 values of k: x[i] = A[m0+i, k..k+3]; w[2r], w[2r+1] = B[k+r, the lane's 8 columns]
 fn input_step(t: ptr<function, Tile>, x: V8, w: V8) {
     (*t)[0] += x[0].x * w[0] + x[0].y * w[2] + x[0].z * w[4] + x[0].w * w[6];
     (*t)[1] += x[0].x * w[1] + x[0].y * w[3] + x[0].z * w[5] + x[0].w * w[7];
@@ -164,15 +219,7 @@ fn input_step(t: ptr<function, Tile>, x: V8, w: V8) {
     (*t)[15] += x[7].x * w[1] + x[7].y * w[3] + x[7].z * w[5] + x[7].w * w[7];
 }
 
-// one k of the input gradient (K tail): x[i] = A[m0+i, k]; w0, w1 = B[k, n0..n0+7]
-fn input_step1(t: ptr<function, Tile>, x: array<f32, 8>, w0: vec4<f32>, w1: vec4<f32>) {
-    (*t)[0] += x[0] * w0;  (*t)[1] += x[0] * w1;  (*t)[2] += x[1] * w0;  (*t)[3] += x[1] * w1;
-    (*t)[4] += x[2] * w0;  (*t)[5] += x[2] * w1;  (*t)[6] += x[3] * w0;  (*t)[7] += x[3] * w1;
-    (*t)[8] += x[4] * w0;  (*t)[9] += x[4] * w1;  (*t)[10] += x[5] * w0; (*t)[11] += x[5] * w1;
-    (*t)[12] += x[6] * w0; (*t)[13] += x[6] * w1; (*t)[14] += x[7] * w0; (*t)[15] += x[7] * w1;
-}
-
-// weight-gradient step for one k: outer product of A[k, m0..m0+7] and B[k, n0..n0+7]
+// weight-gradient step for one k: outer product of A[k, m0..m0+7] = (x0, x1) and B[k, the lane's 8 columns]
 fn weight_step(t: ptr<function, Tile>, x0: vec4<f32>, x1: vec4<f32>, w0: vec4<f32>, w1: vec4<f32>) {
     (*t)[0] += x0.x * w0;  (*t)[1] += x0.x * w1;  (*t)[2] += x0.y * w0;  (*t)[3] += x0.y * w1;
     (*t)[4] += x0.z * w0;  (*t)[5] += x0.z * w1;  (*t)[6] += x0.w * w0;  (*t)[7] += x0.w * w1;
@@ -181,143 +228,253 @@ fn weight_step(t: ptr<function, Tile>, x0: vec4<f32>, x1: vec4<f32>, w0: vec4<f3
 }
 
 // ---------------------------------------------------------------- tuned: forward
+// Lane c owns columns n = 64·wg.x + c + 8j (j = 0..7): the rows of B it reads are its own. Rows
+// m0 + 8g + i (g < RG) are the same for all 8 lanes: lane c loads row m0 + 8g + c and bcast8 hands
+// every lane all 8. Without 8-lane subgroups each lane loads the 8 rows itself (same sums).
 
-@compute @workgroup_size(WG_X, WG_Y, 1)
-fn matmul_forward(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let n0 = gid.x * 8u; let m0 = gid.y * 8u; let bt = gid.z;
-    if (m0 >= p.M || n0 >= p.N) { return; }
-    let ra = rows8(p.a_off + bt * p.a_bs, m0, p.M, p.lda);
-    let rb = rows8(p.b_off + bt * p.b_bs, n0, p.N, p.ldb);
-    var t: Tile;
-    let K4 = p.K & ~3u;
-    for (var k = 0u; k < K4; k += 4u) {
-        forward_step(&t,
-            V8(la(ra[0] + k), la(ra[1] + k), la(ra[2] + k), la(ra[3] + k),
-               la(ra[4] + k), la(ra[5] + k), la(ra[6] + k), la(ra[7] + k)),
-            V8(lb(rb[0] + k), lb(rb[1] + k), lb(rb[2] + k), lb(rb[3] + k),
-               lb(rb[4] + k), lb(rb[5] + k), lb(rb[6] + k), lb(rb[7] + k)));
-    }
-    // K tail: pad the last group of 4 with zeros on the A side
-    if (K4 < p.K) {
-        let r = p.K - K4;
-        let m1 = vec4<f32>(1.0, f32(r > 1u), f32(r > 2u), 0.0);
-        var x: V8; var w: V8;
-        for (var i = 0u; i < 8u; i++) {
-            x[i] = vec4(a[ra[i] + K4], a[ra[i] + min(K4 + 1u, p.K - 1u)], a[ra[i] + min(K4 + 2u, p.K - 1u)], 0.0) * m1;
-            w[i] = vec4(b[rb[i] + K4], b[rb[i] + min(K4 + 1u, p.K - 1u)], b[rb[i] + min(K4 + 2u, p.K - 1u)], 0.0);
+@compute @workgroup_size(8, 1, 1)
+fn matmul_forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32,
+                  @builtin(subgroup_invocation_id) sl: u32, @builtin(subgroup_size) ss: u32) {
+    let sg8 = ss == 8u;
+    let c = select(li, sl, sg8);
+    let m0 = wg.y * 8u * RG; let bt = wg.z;
+    let cols = cols_step8(wg.x * 64u + c);
+    let rb = rows8(p.b_off + bt * p.b_bs, wg.x * 64u + c, 8u, p.N, p.ldb);
+    let ab = p.a_off + bt * p.a_bs;
+    var t0: Tile; var t1: Tile; var t2: Tile; var t3: Tile;
+    if (sg8) {
+        let ra = rows8(ab, m0 + c, 8u, p.M, p.lda);  // [g] = row m0 + 8g + c
+        for (var k = 0u; k < p.K; k += 4u) {
+            let w = V8(lb_k(rb[0], k), lb_k(rb[1], k), lb_k(rb[2], k), lb_k(rb[3], k),
+                       lb_k(rb[4], k), lb_k(rb[5], k), lb_k(rb[6], k), lb_k(rb[7], k));
+            forward_step(&t0, bcast8(la_k(ra[0], k)), w);
+            if (RG > 1u) { forward_step(&t1, bcast8(la_k(ra[1], k)), w); }
+            if (RG > 2u) { forward_step(&t2, bcast8(la_k(ra[2], k)), w); forward_step(&t3, bcast8(la_k(ra[3], k)), w); }
         }
-        forward_step(&t, x, w);
+    } else {
+        let r0 = rows8(ab, m0, 1u, p.M, p.lda); let r1 = rows8(ab, m0 + 8u, 1u, p.M, p.lda);
+        let r2 = rows8(ab, m0 + 16u, 1u, p.M, p.lda); let r3 = rows8(ab, m0 + 24u, 1u, p.M, p.lda);
+        for (var k = 0u; k < p.K; k += 4u) {
+            let w = V8(lb_k(rb[0], k), lb_k(rb[1], k), lb_k(rb[2], k), lb_k(rb[3], k),
+                       lb_k(rb[4], k), lb_k(rb[5], k), lb_k(rb[6], k), lb_k(rb[7], k));
+            forward_step(&t0, V8(la_k(r0[0], k), la_k(r0[1], k), la_k(r0[2], k), la_k(r0[3], k),
+                                 la_k(r0[4], k), la_k(r0[5], k), la_k(r0[6], k), la_k(r0[7], k)), w);
+            if (RG > 1u) {
+                forward_step(&t1, V8(la_k(r1[0], k), la_k(r1[1], k), la_k(r1[2], k), la_k(r1[3], k),
+                                     la_k(r1[4], k), la_k(r1[5], k), la_k(r1[6], k), la_k(r1[7], k)), w);
+            }
+            if (RG > 2u) {
+                forward_step(&t2, V8(la_k(r2[0], k), la_k(r2[1], k), la_k(r2[2], k), la_k(r2[3], k),
+                                     la_k(r2[4], k), la_k(r2[5], k), la_k(r2[6], k), la_k(r2[7], k)), w);
+                forward_step(&t3, V8(la_k(r3[0], k), la_k(r3[1], k), la_k(r3[2], k), la_k(r3[3], k),
+                                     la_k(r3[4], k), la_k(r3[5], k), la_k(r3[6], k), la_k(r3[7], k)), w);
+            }
+        }
     }
-    store_tile(m0, n0, bt, t);
+    store_tiles(m0, cols, bt, t0, t1, t2, t3);
 }
 
-@compute @workgroup_size(WG_X, WG_Y, 1)
-fn matmul_forward_vec4(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let n0 = gid.x * 8u; let m0 = gid.y * 8u; let bt = gid.z;
-    if (m0 >= p.M || n0 >= p.N) { return; }
-    let ra = rows8(p.a4_off + bt * p.a_bs, m0, p.M, p.lda);
-    let rb = rows8(p.b4_off + bt * p.b_bs, n0, p.N, p.ldb);
-    var t: Tile;
-    for (var k = 0u; k < p.K; k += 4u) {
-        forward_step(&t,
-            V8(la4(ra[0] + k), la4(ra[1] + k), la4(ra[2] + k), la4(ra[3] + k),
-               la4(ra[4] + k), la4(ra[5] + k), la4(ra[6] + k), la4(ra[7] + k)),
-            V8(lb4(rb[0] + k), lb4(rb[1] + k), lb4(rb[2] + k), lb4(rb[3] + k),
-               lb4(rb[4] + k), lb4(rb[5] + k), lb4(rb[6] + k), lb4(rb[7] + k)));
+@compute @workgroup_size(8, 1, 1)
+fn matmul_forward_vec4(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32,
+                       @builtin(subgroup_invocation_id) sl: u32, @builtin(subgroup_size) ss: u32) {
+    let sg8 = ss == 8u;
+    let c = select(li, sl, sg8);
+    let m0 = wg.y * 8u * RG; let bt = wg.z;
+    let cols = cols_step8(wg.x * 64u + c);
+    let rb = rows8(p.b4_off + bt * p.b_bs, wg.x * 64u + c, 8u, p.N, p.ldb);
+    let ab = p.a4_off + bt * p.a_bs;
+    var t0: Tile; var t1: Tile; var t2: Tile; var t3: Tile;
+    if (sg8) {
+        let ra = rows8(ab, m0 + c, 8u, p.M, p.lda);
+        for (var k = 0u; k < p.K; k += 4u) {
+            let w = V8(lb4(rb[0] + k), lb4(rb[1] + k), lb4(rb[2] + k), lb4(rb[3] + k),
+                       lb4(rb[4] + k), lb4(rb[5] + k), lb4(rb[6] + k), lb4(rb[7] + k));
+            forward_step(&t0, bcast8(la4(ra[0] + k)), w);
+            if (RG > 1u) { forward_step(&t1, bcast8(la4(ra[1] + k)), w); }
+            if (RG > 2u) { forward_step(&t2, bcast8(la4(ra[2] + k)), w); forward_step(&t3, bcast8(la4(ra[3] + k)), w); }
+        }
+    } else {
+        let r0 = rows8(ab, m0, 1u, p.M, p.lda); let r1 = rows8(ab, m0 + 8u, 1u, p.M, p.lda);
+        let r2 = rows8(ab, m0 + 16u, 1u, p.M, p.lda); let r3 = rows8(ab, m0 + 24u, 1u, p.M, p.lda);
+        for (var k = 0u; k < p.K; k += 4u) {
+            let w = V8(lb4(rb[0] + k), lb4(rb[1] + k), lb4(rb[2] + k), lb4(rb[3] + k),
+                       lb4(rb[4] + k), lb4(rb[5] + k), lb4(rb[6] + k), lb4(rb[7] + k));
+            forward_step(&t0, V8(la4(r0[0] + k), la4(r0[1] + k), la4(r0[2] + k), la4(r0[3] + k),
+                                 la4(r0[4] + k), la4(r0[5] + k), la4(r0[6] + k), la4(r0[7] + k)), w);
+            if (RG > 1u) {
+                forward_step(&t1, V8(la4(r1[0] + k), la4(r1[1] + k), la4(r1[2] + k), la4(r1[3] + k),
+                                     la4(r1[4] + k), la4(r1[5] + k), la4(r1[6] + k), la4(r1[7] + k)), w);
+            }
+            if (RG > 2u) {
+                forward_step(&t2, V8(la4(r2[0] + k), la4(r2[1] + k), la4(r2[2] + k), la4(r2[3] + k),
+                                     la4(r2[4] + k), la4(r2[5] + k), la4(r2[6] + k), la4(r2[7] + k)), w);
+                forward_step(&t3, V8(la4(r3[0] + k), la4(r3[1] + k), la4(r3[2] + k), la4(r3[3] + k),
+                                     la4(r3[4] + k), la4(r3[5] + k), la4(r3[6] + k), la4(r3[7] + k)), w);
+            }
+        }
     }
-    store_tile(m0, n0, bt, t);
+    store_tiles(m0, cols, bt, t0, t1, t2, t3);
 }
 
 // ---------------------------------------------------------------- tuned: input gradient
+// Lane c owns the column groups q..q+3 and q+32..q+35, q = 64·wg.x + 4c: B's rows are read as vec4s
+// along n. Rows of A (m0 + 8g + i, k..k+3) are shared as in the forward kernel. The last step of K is
+// padded: A's values past K are zeroed (la*_k) and B's rows past K clamped to K-1.
 
-@compute @workgroup_size(WG_X, WG_Y, 1)
-fn matmul_backward_input(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let n0 = gid.x * 8u; let m0 = gid.y * 8u; let bt = gid.z;
-    if (m0 >= p.M || n0 >= p.N) { return; }
-    let ra = rows8(p.a_off + bt * p.a_bs, m0, p.M, p.lda);
+@compute @workgroup_size(8, 1, 1)
+fn matmul_backward_input(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32,
+                         @builtin(subgroup_invocation_id) sl: u32, @builtin(subgroup_size) ss: u32) {
+    let sg8 = ss == 8u;
+    let c = select(li, sl, sg8);
+    let m0 = wg.y * 8u * RG; let bt = wg.z;
+    let cols = cols_vec4(wg.x * 64u + 4u * c);
+    let e = p.N - 1u;  // scalar loads: clamp each column
+    let cc = Cols(min(cols[0], e), min(cols[1], e), min(cols[2], e), min(cols[3], e),
+                  min(cols[4], e), min(cols[5], e), min(cols[6], e), min(cols[7], e));
     let bb = p.b_off + bt * p.b_bs;
-    // columns n0+j past N are clamped to N-1 (their sums are never stored)
-    let c = rows8(0u, n0, p.N, 1u);
-    var t: Tile;
-    for (var k = 0u; k < p.K; k++) {
-        let r = bb + k * p.ldb;
-        input_step1(&t,
-            array<f32, 8>(a[ra[0] + k], a[ra[1] + k], a[ra[2] + k], a[ra[3] + k],
-                          a[ra[4] + k], a[ra[5] + k], a[ra[6] + k], a[ra[7] + k]),
-            vec4(b[r + c[0]], b[r + c[1]], b[r + c[2]], b[r + c[3]]),
-            vec4(b[r + c[4]], b[r + c[5]], b[r + c[6]], b[r + c[7]]));
+    let ab = p.a_off + bt * p.a_bs;
+    let ra = rows8(ab, m0 + c, 8u, p.M, p.lda);
+    let r0 = rows8(ab, m0, 1u, p.M, p.lda); let r1 = rows8(ab, m0 + 8u, 1u, p.M, p.lda);
+    let r2 = rows8(ab, m0 + 16u, 1u, p.M, p.lda); let r3 = rows8(ab, m0 + 24u, 1u, p.M, p.lda);
+    var t0: Tile; var t1: Tile; var t2: Tile; var t3: Tile;
+    for (var k = 0u; k < p.K; k += 4u) {
+        var w: V8;
+        for (var r = 0u; r < 4u; r++) {  // constant trip count: unrolled, so w is indexed with constants
+            let i = bb + min(k + r, p.K - 1u) * p.ldb;
+            w[2u * r] = vec4(b[i + cc[0]], b[i + cc[1]], b[i + cc[2]], b[i + cc[3]]);
+            w[2u * r + 1u] = vec4(b[i + cc[4]], b[i + cc[5]], b[i + cc[6]], b[i + cc[7]]);
+        }
+        if (sg8) {
+            input_step(&t0, bcast8(la_k(ra[0], k)), w);
+            if (RG > 1u) { input_step(&t1, bcast8(la_k(ra[1], k)), w); }
+            if (RG > 2u) { input_step(&t2, bcast8(la_k(ra[2], k)), w); input_step(&t3, bcast8(la_k(ra[3], k)), w); }
+        } else {
+            input_step(&t0, V8(la_k(r0[0], k), la_k(r0[1], k), la_k(r0[2], k), la_k(r0[3], k),
+                               la_k(r0[4], k), la_k(r0[5], k), la_k(r0[6], k), la_k(r0[7], k)), w);
+            if (RG > 1u) {
+                input_step(&t1, V8(la_k(r1[0], k), la_k(r1[1], k), la_k(r1[2], k), la_k(r1[3], k),
+                                   la_k(r1[4], k), la_k(r1[5], k), la_k(r1[6], k), la_k(r1[7], k)), w);
+            }
+            if (RG > 2u) {
+                input_step(&t2, V8(la_k(r2[0], k), la_k(r2[1], k), la_k(r2[2], k), la_k(r2[3], k),
+                                   la_k(r2[4], k), la_k(r2[5], k), la_k(r2[6], k), la_k(r2[7], k)), w);
+                input_step(&t3, V8(la_k(r3[0], k), la_k(r3[1], k), la_k(r3[2], k), la_k(r3[3], k),
+                                   la_k(r3[4], k), la_k(r3[5], k), la_k(r3[6], k), la_k(r3[7], k)), w);
+            }
+        }
     }
-    store_tile(m0, n0, bt, t);
+    store_tiles(m0, cols, bt, t0, t1, t2, t3);
 }
 
-@compute @workgroup_size(WG_X, WG_Y, 1)
-fn matmul_backward_input_vec4(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let n0 = gid.x * 8u; let m0 = gid.y * 8u; let bt = gid.z;
-    if (m0 >= p.M || n0 >= p.N) { return; }
-    let ra = rows8(p.a4_off + bt * p.a_bs, m0, p.M, p.lda);
-    // rows of B hold whole vec4s (ldb >= N rounded up to 4): a column group n0+4.. is read whole
-    // if it starts inside the matrix, else replaced by the first group (never stored)
-    let bb = p.b4_off + bt * p.b_bs + n0;
-    let hi = select(0u, 4u, n0 + 4u < p.N);
-    var t: Tile;
-    let K4 = p.K & ~3u;
-    for (var k = 0u; k < K4; k += 4u) {
-        let r0 = bb + k * p.ldb; let r1 = r0 + p.ldb; let r2 = r1 + p.ldb; let r3 = r2 + p.ldb;
-        input_step(&t,
-            V8(la4(ra[0] + k), la4(ra[1] + k), la4(ra[2] + k), la4(ra[3] + k),
-               la4(ra[4] + k), la4(ra[5] + k), la4(ra[6] + k), la4(ra[7] + k)),
-            V8(lb4(r0), lb4(r0 + hi), lb4(r1), lb4(r1 + hi), lb4(r2), lb4(r2 + hi), lb4(r3), lb4(r3 + hi)));
+@compute @workgroup_size(8, 1, 1)
+fn matmul_backward_input_vec4(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32,
+                              @builtin(subgroup_invocation_id) sl: u32, @builtin(subgroup_size) ss: u32) {
+    let sg8 = ss == 8u;
+    let c = select(li, sl, sg8);
+    let m0 = wg.y * 8u * RG; let bt = wg.z;
+    let cols = cols_vec4(wg.x * 64u + 4u * c);
+    let g0 = group4(cols[0], p.N); let g1 = group4(cols[4], p.N);
+    let bb = p.b4_off + bt * p.b_bs;
+    let ab = p.a4_off + bt * p.a_bs;
+    let ra = rows8(ab, m0 + c, 8u, p.M, p.lda);
+    let r0 = rows8(ab, m0, 1u, p.M, p.lda); let r1 = rows8(ab, m0 + 8u, 1u, p.M, p.lda);
+    let r2 = rows8(ab, m0 + 16u, 1u, p.M, p.lda); let r3 = rows8(ab, m0 + 24u, 1u, p.M, p.lda);
+    var t0: Tile; var t1: Tile; var t2: Tile; var t3: Tile;
+    for (var k = 0u; k < p.K; k += 4u) {
+        let e = p.K - 1u;
+        let i0 = bb + k * p.ldb; let i1 = bb + min(k + 1u, e) * p.ldb;
+        let i2 = bb + min(k + 2u, e) * p.ldb; let i3 = bb + min(k + 3u, e) * p.ldb;
+        let w = V8(lb4(i0 + g0), lb4(i0 + g1), lb4(i1 + g0), lb4(i1 + g1),
+                   lb4(i2 + g0), lb4(i2 + g1), lb4(i3 + g0), lb4(i3 + g1));
+        if (sg8) {
+            input_step(&t0, bcast8(la4_k(ra[0], k)), w);
+            if (RG > 1u) { input_step(&t1, bcast8(la4_k(ra[1], k)), w); }
+            if (RG > 2u) { input_step(&t2, bcast8(la4_k(ra[2], k)), w); input_step(&t3, bcast8(la4_k(ra[3], k)), w); }
+        } else {
+            input_step(&t0, V8(la4_k(r0[0], k), la4_k(r0[1], k), la4_k(r0[2], k), la4_k(r0[3], k),
+                               la4_k(r0[4], k), la4_k(r0[5], k), la4_k(r0[6], k), la4_k(r0[7], k)), w);
+            if (RG > 1u) {
+                input_step(&t1, V8(la4_k(r1[0], k), la4_k(r1[1], k), la4_k(r1[2], k), la4_k(r1[3], k),
+                                   la4_k(r1[4], k), la4_k(r1[5], k), la4_k(r1[6], k), la4_k(r1[7], k)), w);
+            }
+            if (RG > 2u) {
+                input_step(&t2, V8(la4_k(r2[0], k), la4_k(r2[1], k), la4_k(r2[2], k), la4_k(r2[3], k),
+                                   la4_k(r2[4], k), la4_k(r2[5], k), la4_k(r2[6], k), la4_k(r2[7], k)), w);
+                input_step(&t3, V8(la4_k(r3[0], k), la4_k(r3[1], k), la4_k(r3[2], k), la4_k(r3[3], k),
+                                   la4_k(r3[4], k), la4_k(r3[5], k), la4_k(r3[6], k), la4_k(r3[7], k)), w);
+            }
+        }
     }
-    for (var k = K4; k < p.K; k++) {
-        let r = bb + k * p.ldb;
-        input_step1(&t,
-            array<f32, 8>(a4[(ra[0] + k) >> 2u][k & 3u], a4[(ra[1] + k) >> 2u][k & 3u],
-                          a4[(ra[2] + k) >> 2u][k & 3u], a4[(ra[3] + k) >> 2u][k & 3u],
-                          a4[(ra[4] + k) >> 2u][k & 3u], a4[(ra[5] + k) >> 2u][k & 3u],
-                          a4[(ra[6] + k) >> 2u][k & 3u], a4[(ra[7] + k) >> 2u][k & 3u]),
-            lb4(r), lb4(r + hi));
-    }
-    store_tile(m0, n0, bt, t);
+    store_tiles(m0, cols, bt, t0, t1, t2, t3);
 }
 
 // ---------------------------------------------------------------- tuned: weight gradient
+// Columns as in the input gradient (B's rows read as vec4s along n). A's rows run along m: lane l
+// loads A[k, m0 + 4l .. m0 + 4l + 3], so one load per lane and bcast8 cover 32 rows (8·RG are used).
+// One k per step: K up to ~65,000 (lavapipe's loop limit), which the launcher checks.
 
-@compute @workgroup_size(WG_X, WG_Y, 1)
-fn matmul_backward_weight(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let n0 = gid.x * 8u; let m0 = gid.y * 8u; let bt = gid.z;
-    if (m0 >= p.M || n0 >= p.N) { return; }
+@compute @workgroup_size(8, 1, 1)
+fn matmul_backward_weight(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32,
+                          @builtin(subgroup_invocation_id) sl: u32, @builtin(subgroup_size) ss: u32) {
+    let sg8 = ss == 8u;
+    let c = select(li, sl, sg8);
+    let m0 = wg.y * 8u * RG; let bt = wg.z;
+    let cols = cols_vec4(wg.x * 64u + 4u * c);
+    let e = p.N - 1u;
+    let cc = Cols(min(cols[0], e), min(cols[1], e), min(cols[2], e), min(cols[3], e),
+                  min(cols[4], e), min(cols[5], e), min(cols[6], e), min(cols[7], e));
+    let em = p.M - 1u;
+    let mc = min(m0 + 4u * c, em);  // this lane's 4 rows m (clamped) in the shared path
+    let mr = vec4(mc, min(m0 + 4u * c + 1u, em), min(m0 + 4u * c + 2u, em), min(m0 + 4u * c + 3u, em));
     let ba = p.a_off + bt * p.a_bs;
     let bb = p.b_off + bt * p.b_bs;
-    let ci = rows8(0u, m0, p.M, 1u);
-    let cj = rows8(0u, n0, p.N, 1u);
-    var t: Tile;
+    var t0: Tile; var t1: Tile; var t2: Tile; var t3: Tile;
     for (var k = 0u; k < p.K; k++) {
         let ia = ba + k * p.lda;
         let ib = bb + k * p.ldb;
-        weight_step(&t,
-            vec4(a[ia + ci[0]], a[ia + ci[1]], a[ia + ci[2]], a[ia + ci[3]]),
-            vec4(a[ia + ci[4]], a[ia + ci[5]], a[ia + ci[6]], a[ia + ci[7]]),
-            vec4(b[ib + cj[0]], b[ib + cj[1]], b[ib + cj[2]], b[ib + cj[3]]),
-            vec4(b[ib + cj[4]], b[ib + cj[5]], b[ib + cj[6]], b[ib + cj[7]]));
+        let w0 = vec4(b[ib + cc[0]], b[ib + cc[1]], b[ib + cc[2]], b[ib + cc[3]]);
+        let w1 = vec4(b[ib + cc[4]], b[ib + cc[5]], b[ib + cc[6]], b[ib + cc[7]]);
+        var x: V8;
+        if (sg8) {
+            x = bcast8(vec4(a[ia + mr.x], a[ia + mr.y], a[ia + mr.z], a[ia + mr.w]));
+        } else {
+            for (var l = 0u; l < 8u; l++) {  // unrolled: constant indices
+                let m = m0 + 4u * l;
+                x[l] = vec4(a[ia + min(m, em)], a[ia + min(m + 1u, em)], a[ia + min(m + 2u, em)], a[ia + min(m + 3u, em)]);
+            }
+        }
+        weight_step(&t0, x[0], x[1], w0, w1);
+        if (RG > 1u) { weight_step(&t1, x[2], x[3], w0, w1); }
+        if (RG > 2u) { weight_step(&t2, x[4], x[5], w0, w1); weight_step(&t3, x[6], x[7], w0, w1); }
     }
-    store_tile(m0, n0, bt, t);
+    store_tiles(m0, cols, bt, t0, t1, t2, t3);
 }
 
-@compute @workgroup_size(WG_X, WG_Y, 1)
-fn matmul_backward_weight_vec4(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let n0 = gid.x * 8u; let m0 = gid.y * 8u; let bt = gid.z;
-    if (m0 >= p.M || n0 >= p.N) { return; }
-    // rows hold whole vec4s (ld >= M, N rounded up to 4): the upper half of a row or column group is
-    // read whole if it starts inside the matrix, else replaced by the lower half (never stored)
-    let ba = p.a4_off + bt * p.a_bs + m0;
-    let bb = p.b4_off + bt * p.b_bs + n0;
-    let mh = select(0u, 4u, m0 + 4u < p.M);
-    let nh = select(0u, 4u, n0 + 4u < p.N);
-    var t: Tile;
+@compute @workgroup_size(8, 1, 1)
+fn matmul_backward_weight_vec4(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32,
+                               @builtin(subgroup_invocation_id) sl: u32, @builtin(subgroup_size) ss: u32) {
+    let sg8 = ss == 8u;
+    let c = select(li, sl, sg8);
+    let m0 = wg.y * 8u * RG; let bt = wg.z;
+    let cols = cols_vec4(wg.x * 64u + 4u * c);
+    let g0 = group4(cols[0], p.N); let g1 = group4(cols[4], p.N);
+    let ga = group4(m0 + 4u * c, p.M);
+    let ba = p.a4_off + bt * p.a_bs;
+    let bb = p.b4_off + bt * p.b_bs;
+    var t0: Tile; var t1: Tile; var t2: Tile; var t3: Tile;
     for (var k = 0u; k < p.K; k++) {
         let ia = ba + k * p.lda;
         let ib = bb + k * p.ldb;
-        weight_step(&t, la4(ia), la4(ia + mh), lb4(ib), lb4(ib + nh));
+        let w0 = lb4(ib + g0); let w1 = lb4(ib + g1);
+        var x: V8;
+        if (sg8) {
+            x = bcast8(la4(ia + ga));
+        } else {
+            for (var l = 0u; l < 8u; l++) { x[l] = la4(ia + group4(m0 + 4u * l, p.M)); }  // unrolled
+        }
+        weight_step(&t0, x[0], x[1], w0, w1);
+        if (RG > 1u) { weight_step(&t1, x[2], x[3], w0, w1); }
+        if (RG > 2u) { weight_step(&t2, x[4], x[5], w0, w1); weight_step(&t3, x[6], x[7], w0, w1); }
     }
-    store_tile(m0, n0, bt, t);
+    store_tiles(m0, cols, bt, t0, t1, t2, t3);
 }

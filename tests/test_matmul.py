@@ -1,4 +1,8 @@
 """matmul.wgsl against torch goldens: all three products, every kernel version, edge and real shapes."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -49,11 +53,12 @@ def test_matmul_golden(gpu, name, variant):
     assert_close(f"matmul_backward_weight[{variant}] {name} {shape}", gpu.read(dwb), c["dw"], "matmul")
 
 
+@pytest.mark.parametrize("shape", [(3, 37, 20, 44), (2, 70, 12, 5)])  # the second is stored transposed
 @pytest.mark.parametrize("variant", ["plain", "vec4"])
-def test_matmul_offsets_accumulate_batch(gpu, variant):
-    """Operands inside one flat buffer at odd offsets, accumulate (beta=1), alpha, and a batch of 3."""
+def test_matmul_offsets_accumulate_batch(gpu, variant, shape):
+    """Operands inside one flat buffer at odd offsets, accumulate (beta=1), alpha, and a batch."""
     rng = np.random.default_rng(0)
-    B, M, K, N = 3, 37, 20, 44
+    B, M, K, N = shape
     off = 4 * 13 + (0 if variant == "vec4" else 1)  # unaligned offsets exercise the plain kernel's *_off
     x = rng.standard_normal((B, M, K)).astype(np.float32)
     w = rng.standard_normal((B, N, K)).astype(np.float32)
@@ -72,7 +77,7 @@ def test_matmul_offsets_accumulate_batch(gpu, variant):
                        x_bs=M * K, w_bs=N * K, y_bs=M * N, variant=variant)
     gpu.run(plan)
     want = y0 + 0.5 * np.einsum("bmk,bnk->bmn", x.astype(np.float64), w.astype(np.float64))
-    assert_close(f"matmul_forward[{variant}] batched+accumulate", gpu.read(yb), want, "matmul")
+    assert_close(f"matmul_forward[{variant}] batched+accumulate B,M,K,N={shape}", gpu.read(yb), want, "matmul")
 
 
 def test_matmul_shape_checks(gpu):
@@ -83,3 +88,14 @@ def test_matmul_shape_checks(gpu):
     big = gpu.buffer(4 * 64, "big")
     with pytest.raises(GPUError, match="vec4 kernel needs"):
         ops.matmul_forward(plan, big.f32(1), big.range(), big.range(), 3, 3, 4, variant="vec4")
+
+
+def test_matmul_without_8_lane_subgroups(gpu):
+    """The tuned kernels share rows through 8-lane subgroups and fall back to per-lane loads otherwise:
+    run the goldens again on llvmpipe with 128-bit SIMD (4-lane subgroups), which takes the fallback."""
+    if "llvmpipe" not in gpu.name:
+        pytest.skip("needs llvmpipe to force 4-lane subgroups")
+    env = dict(os.environ, LP_NATIVE_VECTOR_WIDTH="128")
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", __file__,
+                        "-k", "(golden and not ref) or offsets"], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from .gpu import GPUError, Plan, Range
 
-MATMUL_TILE = 8  # outputs per invocation per dimension in the tuned kernels (matmul.wgsl)
-MATMUL_WG = 64  # invocations per workgroup of the tuned kernels
+MATMUL_COLS = 64  # output columns per workgroup of the tuned kernels (8 lanes × 8; matmul.wgsl)
+MATMUL_ROW_GROUPS = (1, 2, 4)  # RG: rows per workgroup = 8·RG (fewer for short outputs)
+MATMUL_MAX_LOOP = 60000  # lavapipe stops an invocation after 65,535 loop iterations
 MATMUL_REF_WG = (16, 16)
 MATMUL_VARIANTS = ("ref", "plain", "vec4")
 
@@ -55,22 +56,39 @@ def _matmul(plan: Plan, entry: str, a: Range, b: Range, y: Range, M: int, N: int
     params = dict(M=M, N=N, K=K, lda=lda, ldb=ldb, ldy=ldy, ldz=ldz,
                   a_bs=a_bs, b_bs=b_bs, y_bs=y_bs, z_bs=z_bs, alpha=alpha, beta=beta)
     gpu = plan.gpu
+    if "subgroup" not in gpu.features:
+        raise GPUError(f"{label}: matmul.wgsl needs the adapter's 'subgroup' feature, which {gpu.describe()} lacks")
     if variant == "ref":
         wx, wy = MATMUL_REF_WG
         kernel = gpu.kernel("matmul.wgsl", entry + "_ref", WG_X=wx, WG_Y=wy)
         return plan.add(kernel, (_ceil(N, wx), _ceil(M, wy), batch), params, a=a, b=b, y=y, z=z)
-    # narrow outputs (the decoder's A+1 columns) get workgroups that are tall instead of wide
-    tiles_n = _ceil(N, MATMUL_TILE)
-    wx = 1
-    while wx < 8 and wx < tiles_n:
-        wx *= 2
-    wy = MATMUL_WG // wx
-    grid = (_ceil(N, MATMUL_TILE * wx), _ceil(M, MATMUL_TILE * wy), batch)
+    steps = K if entry == "matmul_backward_weight" else _ceil(K, 4)  # loop iterations per invocation
+    if steps > MATMUL_MAX_LOOP:
+        raise GPUError(f"{label}: K={K} needs {steps} loop iterations per invocation, more than lavapipe runs "
+                       f"({MATMUL_MAX_LOOP}); split K into several accumulating products")
+    # forward is symmetric in its operands (y = a·bᵀ, yᵀ = b·aᵀ): for narrow outputs (the decoder's
+    # A+1 columns) swap them and store transposed, so the 64-column side of the tile covers M
+    if entry == "matmul_forward" and _padded(N, M) < _padded(M, N):
+        M, N, a, b = N, M, b, a
+        params.update(M=M, N=N, lda=ldb, ldb=lda, a_bs=b_bs, b_bs=a_bs, tr=1)
+    rg = _row_groups(M)
+    grid = (_ceil(N, MATMUL_COLS), _ceil(M, 8 * rg), batch)
     if variant == "vec4":
-        kernel = gpu.kernel("matmul.wgsl", entry + "_vec4", WG_X=wx, WG_Y=wy)
+        kernel = gpu.kernel("matmul.wgsl", entry + "_vec4", RG=rg)
         return plan.add(kernel, grid, params, a4=a, b4=b, y=y, z=z)
-    kernel = gpu.kernel("matmul.wgsl", entry, WG_X=wx, WG_Y=wy)
+    kernel = gpu.kernel("matmul.wgsl", entry, RG=rg)
     return plan.add(kernel, grid, params, a=a, b=b, y=y, z=z)
+
+
+def _row_groups(M: int) -> int:
+    """RG for an output of M rows: the smallest tile height 8·RG that is not mostly padding."""
+    return next(rg for rg in MATMUL_ROW_GROUPS if 8 * rg >= M or rg == MATMUL_ROW_GROUPS[-1])
+
+
+def _padded(M: int, N: int) -> int:
+    """Outputs computed (including edge padding) by the tuned kernels for an M×N product."""
+    rows = 8 * _row_groups(M)
+    return _ceil(M, rows) * rows * _ceil(N, MATMUL_COLS) * MATMUL_COLS
 
 
 def matmul_forward(plan: Plan, x: Range, w: Range, y: Range, M: int, N: int, K: int, *,
