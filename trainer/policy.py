@@ -193,14 +193,28 @@ class Policy:
         self.gpu.upload(self.weights, flat)
 
 
+MINGRU_WG = 32  # invocations per workgroup along the hidden units (4 units each)
+
+
+def _mingru_grid(label: str, R: int, H: int, **vec4_ranges):
+    """Grid of the mingru kernels; their tensors are read as vec4, so offsets must be 16-byte aligned."""
+    for name, r in vec4_ranges.items():
+        if r is not None and r.offset % 16:
+            raise GPUError(f"{label}: {name} starts at byte {r.offset} of {r.buffer.label!r}; mingru.wgsl reads "
+                           f"vec4s and needs 16-byte aligned tensors")
+    return (-(-(H // 4) // MINGRU_WG), R)
+
+
 def mingru_step(plan: Plan, c: Range, x: Range, state: Range, terminals: Range, y: Range, N: int, H: int,
                 snapshot: Range | None = None):
     """One MinGRU step for N agents: state [N,H] updated in place, y [N,H]; terminals [N] reset first."""
+    label = f"mingru_step N={N} H={H}"
     for name, r, n in (("c", c, 3 * N * H), ("x", x, N * H), ("state", state, N * H), ("terminals", terminals, N),
                        ("y", y, N * H)) + ((("snapshot", snapshot, N * H),) if snapshot is not None else ()):
-        ops.need(f"mingru_step N={N} H={H}", name, r, n)
-    k = plan.gpu.kernel("mingru.wgsl", "mingru_step", WG=64)
-    return plan.add(k, (-(-H // 64), N), dict(R=N, T=1, H=H, snapshot=int(snapshot is not None)),
+        ops.need(label, name, r, n)
+    grid = _mingru_grid(label, N, H, c=c, x=x, state=state, y=y, snapshot=snapshot)
+    k = plan.gpu.kernel("mingru.wgsl", "mingru_step", WG=MINGRU_WG)
+    return plan.add(k, grid, dict(R=N, T=1, H=H, snapshot=int(snapshot is not None)),
                     c=c, x=x, state=state, terminals=terminals, y=y, snapshot=snapshot)  # None: a dummy
 
 
@@ -216,18 +230,21 @@ def _check_scan(label, R, T, H, **ranges):
 def mingru_scan_forward(plan: Plan, c: Range, x: Range, h0: Range, terminals: Range, hs: Range, y: Range,
                         R: int, T: int, H: int):
     """Scan R agent rows over T steps from h0 [R,H]: hs (states) and y (outputs), [R·T, H] each."""
-    _check_scan(f"mingru_scan_forward R={R} T={T} H={H}", R, T, H, c=c, x=x, h0=h0, terminals=terminals, hs=hs, y=y)
-    k = plan.gpu.kernel("mingru.wgsl", "mingru_scan_forward", WG=64)
-    return plan.add(k, (-(-H // 64), R), dict(R=R, T=T, H=H), c=c, x=x, h0=h0, terminals=terminals, hs=hs, y=y)
+    label = f"mingru_scan_forward R={R} T={T} H={H}"
+    _check_scan(label, R, T, H, c=c, x=x, h0=h0, terminals=terminals, hs=hs, y=y)
+    grid = _mingru_grid(label, R, H, c=c, x=x, h0=h0, hs=hs, y=y)
+    k = plan.gpu.kernel("mingru.wgsl", "mingru_scan_forward", WG=MINGRU_WG)
+    return plan.add(k, grid, dict(R=R, T=T, H=H), c=c, x=x, h0=h0, terminals=terminals, hs=hs, y=y)
 
 
 def mingru_scan_backward(plan: Plan, c: Range, x: Range, h0: Range, terminals: Range, hs: Range, dy: Range,
                          dc: Range, dx: Range, R: int, T: int, H: int):
     """Backward of the scan: dc [R·T, 3H] and the highway part of dx [R·T, H] from dy [R·T, H]."""
-    _check_scan(f"mingru_scan_backward R={R} T={T} H={H}", R, T, H, c=c, x=x, h0=h0, terminals=terminals,
-                hs=hs, dy=dy, dc=dc, dx=dx)
-    k = plan.gpu.kernel("mingru.wgsl", "mingru_scan_backward", WG=64)
-    return plan.add(k, (-(-H // 64), R), dict(R=R, T=T, H=H), c=c, x=x, h0=h0, terminals=terminals, hs=hs,
+    label = f"mingru_scan_backward R={R} T={T} H={H}"
+    _check_scan(label, R, T, H, c=c, x=x, h0=h0, terminals=terminals, hs=hs, dy=dy, dc=dc, dx=dx)
+    grid = _mingru_grid(label, R, H, c=c, x=x, h0=h0, hs=hs, dy=dy, dc=dc, dx=dx)
+    k = plan.gpu.kernel("mingru.wgsl", "mingru_scan_backward", WG=MINGRU_WG)
+    return plan.add(k, grid, dict(R=R, T=T, H=H), c=c, x=x, h0=h0, terminals=terminals, hs=hs,
                     dy=dy, dc=dc, dx=dx)
 
 
