@@ -378,13 +378,14 @@ class Plan:
 
     def encode(self, cpass):
         t0 = time.perf_counter()
+        set_pipeline, set_bind_group, dispatch = cpass.set_pipeline, cpass.set_bind_group, cpass.dispatch_workgroups
         last = None
         for d in self.dispatches:
-            if d.kernel.pipeline is not last:
-                cpass.set_pipeline(d.kernel.pipeline)
+            if d.kernel.pipeline is not last:  # consecutive dispatches of one kernel skip the switch
+                set_pipeline(d.kernel.pipeline)
                 last = d.kernel.pipeline
-            cpass.set_bind_group(0, d.bind_group)
-            cpass.dispatch_workgroups(*d.grid)
+            set_bind_group(0, d.bind_group)
+            dispatch(*d.grid)
         self.encode_seconds = time.perf_counter() - t0
 
     def __len__(self):
