@@ -79,3 +79,24 @@ def test_plan_replays_and_counts(gpu):
         gpu.run(plan)
     assert np.array_equal(gpu.read(y), np.full(16, 12.0, np.float32))
     assert plan.encode_seconds > 0
+
+
+def test_native_and_public_encoding_agree(gpu, monkeypatch):
+    """Plan.encode calls wgpu-native directly when it can; wgpu-py's public path must give the same."""
+    rng = np.random.default_rng(0)
+    x = gpu.array(rng.standard_normal((9, 12)).astype(np.float32), "x")
+    w = gpu.array(rng.standard_normal((5, 12)).astype(np.float32), "w")
+    results = []
+    for public in ("0", "1"):
+        monkeypatch.setenv("PUFFGPU_PUBLIC_ENCODE", public)
+        y = gpu.buffer(4 * 9 * 5, "y")
+        plan = gpu.plan("encode path")
+        ops.matmul_forward(plan, x.range(), w.range(), y.range(), 9, 5, 12)
+        ops.matmul_forward(plan, x.range(), w.range(), y.range(), 9, 5, 12, accumulate=True, variant="ref")
+        gpu.run(plan)
+        results.append(gpu.read(y))
+    monkeypatch.delenv("PUFFGPU_PUBLIC_ENCODE")
+    assert gpu_mod._native_pass_functions(object()) is None  # not a wgpu-native pass: public methods
+    assert np.array_equal(results[0], results[1])
+    want = 2 * gpu.read(x).reshape(9, 12).astype(np.float64) @ gpu.read(w).reshape(5, 12).T
+    assert np.allclose(results[0].reshape(9, 5), want, rtol=1e-5, atol=1e-5)
