@@ -151,6 +151,24 @@ fn lb_k(i: u32, k: u32) -> vec4<f32> {
 }
 fn la4_k(i: u32, k: u32) -> vec4<f32> { return select(vec4(0.0), a4[(i + k) >> 2u], kmask(k)); }  // row holds whole vec4s
 
+// 8 rows of an operand at reduced index k (the per-lane loading path and the B tiles)
+fn la_8(r: Rows, k: u32) -> V8 {
+    return V8(la_k(r[0], k), la_k(r[1], k), la_k(r[2], k), la_k(r[3], k), la_k(r[4], k), la_k(r[5], k), la_k(r[6], k), la_k(r[7], k));
+}
+fn lb_8(r: Rows, k: u32) -> V8 {
+    return V8(lb_k(r[0], k), lb_k(r[1], k), lb_k(r[2], k), lb_k(r[3], k), lb_k(r[4], k), lb_k(r[5], k), lb_k(r[6], k), lb_k(r[7], k));
+}
+fn la4k_8(r: Rows, k: u32) -> V8 {
+    return V8(la4_k(r[0], k), la4_k(r[1], k), la4_k(r[2], k), la4_k(r[3], k), la4_k(r[4], k), la4_k(r[5], k), la4_k(r[6], k), la4_k(r[7], k));
+}
+fn la4_8(r: Rows, k: u32) -> V8 {
+    return V8(la4(r[0] + k), la4(r[1] + k), la4(r[2] + k), la4(r[3] + k), la4(r[4] + k), la4(r[5] + k), la4(r[6] + k), la4(r[7] + k));
+}
+fn lb4_8(r: Rows, k: u32) -> V8 {
+    return V8(lb4(r[0] + k), lb4(r[1] + k), lb4(r[2] + k), lb4(r[3] + k), lb4(r[4] + k), lb4(r[5] + k), lb4(r[6] + k), lb4(r[7] + k));
+}
+
+
 // Every lane gets lane l's v, for l = 0..7 (a register shuffle; a memory load costs ~10x more on lavapipe).
 fn bcast8(v: vec4<f32>) -> V8 {
     return V8(subgroupBroadcast(v, 0u), subgroupBroadcast(v, 1u), subgroupBroadcast(v, 2u), subgroupBroadcast(v, 3u),
@@ -245,8 +263,7 @@ fn matmul_forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocatio
     if (sg8) {
         let ra = rows8(ab, m0 + c, 8u, p.M, p.lda);  // [g] = row m0 + 8g + c
         for (var k = 0u; k < p.K; k += 4u) {
-            let w = V8(lb_k(rb[0], k), lb_k(rb[1], k), lb_k(rb[2], k), lb_k(rb[3], k),
-                       lb_k(rb[4], k), lb_k(rb[5], k), lb_k(rb[6], k), lb_k(rb[7], k));
+            let w = lb_8(rb, k);
             forward_step(&t0, bcast8(la_k(ra[0], k)), w);
             if (RG > 1u) { forward_step(&t1, bcast8(la_k(ra[1], k)), w); }
             if (RG > 2u) { forward_step(&t2, bcast8(la_k(ra[2], k)), w); forward_step(&t3, bcast8(la_k(ra[3], k)), w); }
@@ -255,20 +272,10 @@ fn matmul_forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocatio
         let r0 = rows8(ab, m0, 1u, p.M, p.lda); let r1 = rows8(ab, m0 + 8u, 1u, p.M, p.lda);
         let r2 = rows8(ab, m0 + 16u, 1u, p.M, p.lda); let r3 = rows8(ab, m0 + 24u, 1u, p.M, p.lda);
         for (var k = 0u; k < p.K; k += 4u) {
-            let w = V8(lb_k(rb[0], k), lb_k(rb[1], k), lb_k(rb[2], k), lb_k(rb[3], k),
-                       lb_k(rb[4], k), lb_k(rb[5], k), lb_k(rb[6], k), lb_k(rb[7], k));
-            forward_step(&t0, V8(la_k(r0[0], k), la_k(r0[1], k), la_k(r0[2], k), la_k(r0[3], k),
-                                 la_k(r0[4], k), la_k(r0[5], k), la_k(r0[6], k), la_k(r0[7], k)), w);
-            if (RG > 1u) {
-                forward_step(&t1, V8(la_k(r1[0], k), la_k(r1[1], k), la_k(r1[2], k), la_k(r1[3], k),
-                                     la_k(r1[4], k), la_k(r1[5], k), la_k(r1[6], k), la_k(r1[7], k)), w);
-            }
-            if (RG > 2u) {
-                forward_step(&t2, V8(la_k(r2[0], k), la_k(r2[1], k), la_k(r2[2], k), la_k(r2[3], k),
-                                     la_k(r2[4], k), la_k(r2[5], k), la_k(r2[6], k), la_k(r2[7], k)), w);
-                forward_step(&t3, V8(la_k(r3[0], k), la_k(r3[1], k), la_k(r3[2], k), la_k(r3[3], k),
-                                     la_k(r3[4], k), la_k(r3[5], k), la_k(r3[6], k), la_k(r3[7], k)), w);
-            }
+            let w = lb_8(rb, k);
+            forward_step(&t0, la_8(r0, k), w);
+            if (RG > 1u) { forward_step(&t1, la_8(r1, k), w); }
+            if (RG > 2u) { forward_step(&t2, la_8(r2, k), w); forward_step(&t3, la_8(r3, k), w); }
         }
     }
     store_tiles(m0, cols, bt, t0, t1, t2, t3);
@@ -287,8 +294,7 @@ fn matmul_forward_vec4(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invo
     if (sg8) {
         let ra = rows8(ab, m0 + c, 8u, p.M, p.lda);
         for (var k = 0u; k < p.K; k += 4u) {
-            let w = V8(lb4(rb[0] + k), lb4(rb[1] + k), lb4(rb[2] + k), lb4(rb[3] + k),
-                       lb4(rb[4] + k), lb4(rb[5] + k), lb4(rb[6] + k), lb4(rb[7] + k));
+            let w = lb4_8(rb, k);
             forward_step(&t0, bcast8(la4(ra[0] + k)), w);
             if (RG > 1u) { forward_step(&t1, bcast8(la4(ra[1] + k)), w); }
             if (RG > 2u) { forward_step(&t2, bcast8(la4(ra[2] + k)), w); forward_step(&t3, bcast8(la4(ra[3] + k)), w); }
@@ -297,20 +303,10 @@ fn matmul_forward_vec4(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invo
         let r0 = rows8(ab, m0, 1u, p.M, p.lda); let r1 = rows8(ab, m0 + 8u, 1u, p.M, p.lda);
         let r2 = rows8(ab, m0 + 16u, 1u, p.M, p.lda); let r3 = rows8(ab, m0 + 24u, 1u, p.M, p.lda);
         for (var k = 0u; k < p.K; k += 4u) {
-            let w = V8(lb4(rb[0] + k), lb4(rb[1] + k), lb4(rb[2] + k), lb4(rb[3] + k),
-                       lb4(rb[4] + k), lb4(rb[5] + k), lb4(rb[6] + k), lb4(rb[7] + k));
-            forward_step(&t0, V8(la4(r0[0] + k), la4(r0[1] + k), la4(r0[2] + k), la4(r0[3] + k),
-                                 la4(r0[4] + k), la4(r0[5] + k), la4(r0[6] + k), la4(r0[7] + k)), w);
-            if (RG > 1u) {
-                forward_step(&t1, V8(la4(r1[0] + k), la4(r1[1] + k), la4(r1[2] + k), la4(r1[3] + k),
-                                     la4(r1[4] + k), la4(r1[5] + k), la4(r1[6] + k), la4(r1[7] + k)), w);
-            }
-            if (RG > 2u) {
-                forward_step(&t2, V8(la4(r2[0] + k), la4(r2[1] + k), la4(r2[2] + k), la4(r2[3] + k),
-                                     la4(r2[4] + k), la4(r2[5] + k), la4(r2[6] + k), la4(r2[7] + k)), w);
-                forward_step(&t3, V8(la4(r3[0] + k), la4(r3[1] + k), la4(r3[2] + k), la4(r3[3] + k),
-                                     la4(r3[4] + k), la4(r3[5] + k), la4(r3[6] + k), la4(r3[7] + k)), w);
-            }
+            let w = lb4_8(rb, k);
+            forward_step(&t0, la4_8(r0, k), w);
+            if (RG > 1u) { forward_step(&t1, la4_8(r1, k), w); }
+            if (RG > 2u) { forward_step(&t2, la4_8(r2, k), w); forward_step(&t3, la4_8(r3, k), w); }
         }
     }
     store_tiles(m0, cols, bt, t0, t1, t2, t3);
@@ -349,18 +345,9 @@ fn matmul_backward_input(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_in
             if (RG > 1u) { input_step(&t1, bcast8(la_k(ra[1], k)), w); }
             if (RG > 2u) { input_step(&t2, bcast8(la_k(ra[2], k)), w); input_step(&t3, bcast8(la_k(ra[3], k)), w); }
         } else {
-            input_step(&t0, V8(la_k(r0[0], k), la_k(r0[1], k), la_k(r0[2], k), la_k(r0[3], k),
-                               la_k(r0[4], k), la_k(r0[5], k), la_k(r0[6], k), la_k(r0[7], k)), w);
-            if (RG > 1u) {
-                input_step(&t1, V8(la_k(r1[0], k), la_k(r1[1], k), la_k(r1[2], k), la_k(r1[3], k),
-                                   la_k(r1[4], k), la_k(r1[5], k), la_k(r1[6], k), la_k(r1[7], k)), w);
-            }
-            if (RG > 2u) {
-                input_step(&t2, V8(la_k(r2[0], k), la_k(r2[1], k), la_k(r2[2], k), la_k(r2[3], k),
-                                   la_k(r2[4], k), la_k(r2[5], k), la_k(r2[6], k), la_k(r2[7], k)), w);
-                input_step(&t3, V8(la_k(r3[0], k), la_k(r3[1], k), la_k(r3[2], k), la_k(r3[3], k),
-                                   la_k(r3[4], k), la_k(r3[5], k), la_k(r3[6], k), la_k(r3[7], k)), w);
-            }
+            input_step(&t0, la_8(r0, k), w);
+            if (RG > 1u) { input_step(&t1, la_8(r1, k), w); }
+            if (RG > 2u) { input_step(&t2, la_8(r2, k), w); input_step(&t3, la_8(r3, k), w); }
         }
     }
     store_tiles(m0, cols, bt, t0, t1, t2, t3);
@@ -391,18 +378,9 @@ fn matmul_backward_input_vec4(@builtin(workgroup_id) wg: vec3<u32>, @builtin(loc
             if (RG > 1u) { input_step(&t1, bcast8(la4_k(ra[1], k)), w); }
             if (RG > 2u) { input_step(&t2, bcast8(la4_k(ra[2], k)), w); input_step(&t3, bcast8(la4_k(ra[3], k)), w); }
         } else {
-            input_step(&t0, V8(la4_k(r0[0], k), la4_k(r0[1], k), la4_k(r0[2], k), la4_k(r0[3], k),
-                               la4_k(r0[4], k), la4_k(r0[5], k), la4_k(r0[6], k), la4_k(r0[7], k)), w);
-            if (RG > 1u) {
-                input_step(&t1, V8(la4_k(r1[0], k), la4_k(r1[1], k), la4_k(r1[2], k), la4_k(r1[3], k),
-                                   la4_k(r1[4], k), la4_k(r1[5], k), la4_k(r1[6], k), la4_k(r1[7], k)), w);
-            }
-            if (RG > 2u) {
-                input_step(&t2, V8(la4_k(r2[0], k), la4_k(r2[1], k), la4_k(r2[2], k), la4_k(r2[3], k),
-                                   la4_k(r2[4], k), la4_k(r2[5], k), la4_k(r2[6], k), la4_k(r2[7], k)), w);
-                input_step(&t3, V8(la4_k(r3[0], k), la4_k(r3[1], k), la4_k(r3[2], k), la4_k(r3[3], k),
-                                   la4_k(r3[4], k), la4_k(r3[5], k), la4_k(r3[6], k), la4_k(r3[7], k)), w);
-            }
+            input_step(&t0, la4k_8(r0, k), w);
+            if (RG > 1u) { input_step(&t1, la4k_8(r1, k), w); }
+            if (RG > 2u) { input_step(&t2, la4k_8(r2, k), w); input_step(&t3, la4k_8(r3, k), w); }
         }
     }
     store_tiles(m0, cols, bt, t0, t1, t2, t3);
