@@ -12,6 +12,8 @@ from pathlib import Path
 import envs
 from envs.vecenv import parse_value
 
+from .learner import check_minibatching
+
 DEFAULT_INI = Path(__file__).resolve().parent / "default.ini"
 SECTIONS = ("base", "vec", "env", "policy", "train")
 
@@ -127,15 +129,13 @@ def validate(cfg: dict, num_agents: int | None = None):
     errors = []
     if t["horizon"] < 1:
         errors.append(f"train.horizon must be >= 1, got {t['horizon']}")
-    elif t["minibatch_size"] % t["horizon"]:
-        errors.append(f"train.minibatch_size ({t['minibatch_size']}) must be a multiple of train.horizon "
-                      f"({t['horizon']}): a minibatch is whole agent rows of the horizon")
-    elif t["minibatch_size"] > t["horizon"] * N:
-        errors.append(f"train.minibatch_size ({t['minibatch_size']}) is more than horizon × agents "
-                      f"({t['horizon']} × {N} = {t['horizon'] * N})")
-    elif N % (t["minibatch_size"] // t["horizon"]):
-        errors.append(f"vec.total_agents ({N}) must be a multiple of minibatch_size / horizon "
-                      f"({t['minibatch_size'] // t['horizon']} rows): minibatches are contiguous row blocks")
+    elif t["replay_ratio"] <= 0:
+        errors.append(f"train.replay_ratio must be > 0, got {t['replay_ratio']}")
+    else:
+        try:
+            check_minibatching(N, t["horizon"], t["minibatch_size"], t["replay_ratio"])
+        except ValueError as e:
+            errors.append(str(e))
     if p["hidden_size"] < 8 or p["hidden_size"] % 8:
         errors.append(f"policy.hidden_size must be a positive multiple of 8, got {p['hidden_size']}")
     if p["num_layers"] < 1:
@@ -148,10 +148,6 @@ def validate(cfg: dict, num_agents: int | None = None):
     if t["total_timesteps"] < t["horizon"] * N:
         errors.append(f"train.total_timesteps ({t['total_timesteps']}) is less than one epoch "
                       f"(horizon × agents = {t['horizon'] * N})")
-    if t["replay_ratio"] <= 0:
-        errors.append(f"train.replay_ratio must be > 0, got {t['replay_ratio']}")
-    elif int(t["replay_ratio"] * N * t["horizon"] / t["minibatch_size"]) < 1 and not errors:
-        errors.append("train.replay_ratio × agents × horizon is below one minibatch")
     if cfg["base"]["checkpoint_interval"] < 1:
         errors.append(f"base.checkpoint_interval must be >= 1 epoch, got {cfg['base']['checkpoint_interval']}")
     if errors:

@@ -4,7 +4,8 @@ PufferLib 5.0's training loop (DESIGN.md "Data flow"), top to bottom:
     each epoch: a rollout of `horizon` steps with the GPU policy (recurrent state carried across
     rollouts, zeroed at terminals), then replay_ratio·N·T/minibatch_size minibatch updates with
     the prebuilt learner plans, cosine learning rate per epoch; log, dashboard, checkpoint.
-Ctrl-C stops after the current step and saves a checkpoint; --base.load_model_path latest resumes.
+Ctrl-C stops at the next env step (or after the update in progress) and saves a checkpoint of the
+last completed epoch; --base.load_model_path latest resumes.
 """
 from __future__ import annotations
 
@@ -126,12 +127,16 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
                 gpu.zero(rollout.state)
             # rollout: obs_t (+ r_t, d_t, the outcome of a_{t-1}) → a_t → env step
             for step in range(T):
+                if stop["requested"]:  # Ctrl-C: drop the partial rollout; the weights are the last epoch's
+                    break
                 s = time.perf_counter()
                 actions = infer(step, epoch * T + step, env.observations, env.rewards, env.terminals)
                 watch.add("inference", s)
                 s = time.perf_counter()
                 env.step(actions)
                 watch.add("env", s)
+            if stop["requested"]:
+                break
             # learn: every minibatch of the epoch in one submit, one learning rate per epoch
             s = time.perf_counter()
             lr = cosine_lr(t["learning_rate"], epoch, epochs, t["min_lr_ratio"]) if t["anneal_lr"] else t["learning_rate"]
