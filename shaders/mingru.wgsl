@@ -49,6 +49,16 @@ fn sigmoid(v: vec4<f32>) -> vec4<f32> { return 1.0 / (1.0 + exp(-v)); }
 // h̃ = g(ĥ): continuous at 0, always > 0
 fn htilde(hh: vec4<f32>) -> vec4<f32> { return select(sigmoid(hh), hh + 0.5, hh >= vec4(0.0)); }
 
+// h_t = (1 − z)·h_{t−1} + z·h̃ from the pre-activations at vec4 index cb (blocks H4 apart)
+fn next_state(cb: u32, H4: u32, h_prev: vec4<f32>) -> vec4<f32> {
+    return mix(h_prev, htilde(c[cb]), sigmoid(c[cb + H4]));
+}
+
+// y = s·h + (1 − s)·x, the highway output
+fn highway(cb: u32, H4: u32, h: vec4<f32>, xv: vec4<f32>) -> vec4<f32> {
+    return mix(xv, h, sigmoid(c[cb + 2u * H4]));
+}
+
 // vec4 index of float offset `off` plus `i` vec4s (offsets are multiples of 4 floats)
 fn v(off: u32, i: u32) -> u32 { return (off >> 2u) + i; }
 
@@ -63,9 +73,9 @@ fn mingru_step(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (terminals[p.terminals_off + r] != 0.0) { h = vec4(0.0); }
     if (p.snapshot != 0u) { snapshot[v(p.snapshot_off, r * H4 + j)] = h; }
     let cb = v(p.c_off, r * 3u * H4 + j);
-    h = mix(h, htilde(c[cb]), sigmoid(c[cb + H4]));  // (1 − z)·h_{t−1} + z·h̃
+    h = next_state(cb, H4, h);
     state[si] = h;
-    y[v(p.y_off, r * H4 + j)] = mix(x[v(p.x_off, r * H4 + j)], h, sigmoid(c[cb + 2u * H4]));
+    y[v(p.y_off, r * H4 + j)] = highway(cb, H4, h, x[v(p.x_off, r * H4 + j)]);
 }
 
 // training forward over the horizon: saves h_t (hs) for the backward pass
@@ -79,9 +89,9 @@ fn mingru_scan_forward(@builtin(global_invocation_id) gid: vec3<u32>) {
         let row = r * T + t;
         if (terminals[p.terminals_off + row] != 0.0) { h = vec4(0.0); }
         let cb = v(p.c_off, row * 3u * H4 + j);
-        h = mix(h, htilde(c[cb]), sigmoid(c[cb + H4]));
+        h = next_state(cb, H4, h);
         hs[v(p.hs_off, row * H4 + j)] = h;
-        y[v(p.y_off, row * H4 + j)] = mix(x[v(p.x_off, row * H4 + j)], h, sigmoid(c[cb + 2u * H4]));
+        y[v(p.y_off, row * H4 + j)] = highway(cb, H4, h, x[v(p.x_off, row * H4 + j)]);
     }
 }
 
