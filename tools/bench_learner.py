@@ -12,28 +12,15 @@ import time
 
 import numpy as np
 
-from trainer import ops
+from bench_kernels import bench_matmul  # tools/ is on sys.path when run as a script
 from trainer.gpu import get_gpu
 from trainer.learner import Learner
 from trainer.policy import Policy, PolicySpec, Rollout
 
 
 def matmul_gflops(gpu, reps=10):
-    """Tuned matmul on the policy's main shape (8192×128 → 384), the reference rate."""
-    M, N, K = 8192, 384, 128
-    a, b, y = gpu.buffer(4 * M * K, "a"), gpu.buffer(4 * N * K, "b"), gpu.buffer(4 * M * N, "y")
-    plan = gpu.plan("matmul ref rate")
-    for _ in range(reps):
-        ops.matmul_forward(plan, a.range(), b.range(), y.range(), M, N, K)
-    gpu.run(plan)
-    gpu.sync()
-    best = float("inf")
-    for _ in range(3):
-        t = time.perf_counter()
-        gpu.run(plan)
-        gpu.sync()
-        best = min(best, time.perf_counter() - t)
-    return 2 * M * N * K * reps / best / 1e9
+    """Tuned matmul on the policy's main shape (8192×128 → 384), the reference rate (bench_kernels' figure)."""
+    return bench_matmul(gpu, "matmul_forward", 8192, 384, 128, None, reps)
 
 
 def profile(gpu, plan, reps=3):
