@@ -88,6 +88,13 @@ void vec_set_key(int key, int down);
 void vec_set_mouse(float x, float y, int buttons);
 void vec_scripted(VecEnv* vec);
 void vec_close(VecEnv* vec);
+
+int vec_ge_info(VecEnv* vec, double* out, int n, uint64_t* fingerprint);
+void vec_ge_sync(VecEnv* vec);
+long vec_ge_save(VecEnv* vec, unsigned char* buf, long cap);
+int vec_ge_load(VecEnv* vec, const unsigned char* buf, long n, char* err, int err_len);
+int vec_ge_reset_real(VecEnv* vec, int index, unsigned int seed);
+int vec_ge_probe(VecEnv* vec, int index, uint64_t* key, float* progress, unsigned char* state, int cap);
 """
 
 # raylib API names that are not in envs/raylib.h (3D, shaders, audio, render textures, image

@@ -35,6 +35,7 @@ typedef struct VecEnv {
     int num_threads;
     int clear_outputs; /* zero rewards/terminals before puf_step, as PufferLib's trainer does */
     Dict log_out;     /* what puf_log names (C-owned: dict_set may grow it) */
+    void* archive;    /* the envs' shared Go-Explore archive, if they use one (goexplore_vec.h) */
 } VecEnv;
 
 /* ---- Compile-time facts about the env, for the Python side ---- */
@@ -118,6 +119,9 @@ VecEnv* vec_create(int total_agents, Dict* kwargs, unsigned int seed, int num_th
     vec->clear_outputs = 1;
     vec->log_out.name = dict_strdup("log");
     int agents = 0, n = 0;
+#ifdef GOEXPLORE_H
+    ge_host_begin();  /* the first env that opts in creates this vecenv's archive */
+#endif
     while (agents < total_agents) {
         Env* env = &envs[n];
         env->rng = vec_seed_mix(seed, (unsigned int)n);
@@ -144,8 +148,14 @@ VecEnv* vec_create(int total_agents, Dict* kwargs, unsigned int seed, int num_th
         agents += env->num_agents;
     }
     vec->num_agents = agents;
+#ifdef GOEXPLORE_H
+    vec->archive = ge_host_end();
+#endif
     return vec;
 fail:
+#ifdef GOEXPLORE_H
+    ge_host_end();  /* closing the envs frees the archive */
+#endif
     for (int i = 0; i < vec->num_envs; i++) puf_close(&vec->envs[i]);
     dict_clear(&vec->log_out);
     free(vec->envs);
@@ -216,7 +226,12 @@ void vec_step_range(VecEnv* vec, int lo, int hi, int threads) {
     }
 }
 
-void vec_step(VecEnv* vec) { vec_step_range(vec, 0, vec->num_envs, vec->num_threads); }
+void vec_step(VecEnv* vec) {
+    vec_step_range(vec, 0, vec->num_envs, vec->num_threads);
+#ifdef GOEXPLORE_H
+    ge_sync((GeArchive*)vec->archive);  /* between steps, in env order: deterministic */
+#endif
+}
 
 /* PufferLib's vec_log over envs [lo, hi): sum every Log field over envs with n != 0, clear those
  * logs, divide all fields by the total n, and let puf_log name them into vec_log_dict(vec).
@@ -227,6 +242,9 @@ float vec_log_range(VecEnv* vec, int lo, int hi) {
     float* s = (float*)&sum;
     if (lo < 0) lo = 0;
     if (hi > vec->num_envs) hi = vec->num_envs;
+#ifdef GOEXPLORE_H
+    ge_sync((GeArchive*)vec->archive);  /* env buffers stepped apart merge here, once an epoch */
+#endif
     for (int e = lo; e < hi; e++) {
         Log* log = &vec->envs[e].log;
         if (log->n == 0.0f) continue;
@@ -312,3 +330,5 @@ void vec_close(VecEnv* vec) {
     free(vec->envs);
     free(vec);
 }
+
+#include "goexplore_vec.h"

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from .build import ENVS_DIR, load_module
+from .goexplore import GoExploreMixin, check_config
 
 # PufferLib 5.0's default.ini [env] section: present in every env's config, so a trainer can pass
 # the merged [env] section and headers may read these keys with dict_get.
@@ -102,8 +103,9 @@ def _usable_cpus():
         return os.cpu_count() or 1
 
 
-class VecEnv:
-    """See the module docstring. Create with envs.make()."""
+class VecEnv(GoExploreMixin):
+    """See the module docstring. Create with envs.make(). Go-Explore's archive methods
+    (archive_stats, save_archive, ...) come from envs/goexplore.py."""
 
     def __init__(self, name_or_path, total_agents, config=None, num_threads=None, seed=0,
                  check_actions=True, num_buffers=1):
@@ -111,6 +113,7 @@ class VecEnv:
         self.name = header.stem
         self.header = header
         self.config = self._merge_config(name_or_path, config)
+        check_config(self.config)
         if not isinstance(total_agents, (int, np.integer)) or total_agents < 1:
             raise ValueError(f"total_agents must be a positive int, got {total_agents!r}")
         if not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:

@@ -44,7 +44,9 @@ class Dashboard:
 
     def line(self, m: dict) -> str:
         env = " ".join(f"{k[4:]} {v:.3f}" for k, v in m.items() if k.startswith("env/") and k[4:] in
-                       ("perf", "score", "episode_length"))
+                       ("perf", "start_perf", "score", "episode_length", "archive_progress"))
+        if "env/archive_cells" in m:  # Go-Explore
+            env += f" archive_cells {m['env/archive_cells']:.0f}"
         return (f"epoch {m['epoch']}/{m['epochs']} steps {fmt_int(m['global_step'])}/{fmt_int(self.total)} "
                 f"sps {fmt_int(m['sps'])} elapsed {fmt_time(m['elapsed'])} eta {fmt_time(m['eta'])} | "
                 f"{env} | pg {m['policy_loss']:.4f} v {m['value_loss']:.4f} ent {m['entropy']:.3f} "

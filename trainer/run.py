@@ -26,6 +26,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import numpy as np  # noqa: E402
 
 import envs  # noqa: E402
+from envs import goexplore  # noqa: E402
 
 from . import checkpoint as ckpt  # noqa: E402
 from . import config as config_mod  # noqa: E402
@@ -86,6 +87,7 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
             run_id = run_id or state.get("run_id")
         resumed_from = str(path)
         print(f"loaded {path} (epoch {epoch}, step {global_step})", flush=True)
+        restore_archive(env, path)
     run_id = run_id or new_run_id()
 
     log_path = Path(base["log_dir"]) / env.name / f"{run_id}.jsonl"
@@ -105,6 +107,8 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
 
     def save(step: int) -> Path:
         path = ckpt.checkpoint_path(base["checkpoint_dir"], env.name, run_id, step)
+        if env.archive_enabled:  # first, so a complete checkpoint (its sidecar) implies its archive
+            env.save_archive(goexplore.archive_path(path))
         ckpt.save(path, policy.read_weights(), spec, env.name, step, config=cfg,
                   momentum=learner.muon.read_momentum(),
                   state={"epoch": epoch, "global_step": step, "run_id": run_id})
@@ -150,6 +154,7 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
             epoch += 1
             global_step += N * T
             env_metrics.update({f"env/{k}": v for k, v in env.log().items()})
+            env_metrics.update({f"env/{k}": v for k, v in env.archive_stats().items()})  # Go-Explore
             dt = time.perf_counter() - t0
             epoch_times.append(dt)
             recent = epoch_times[-10:]
@@ -174,6 +179,21 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
           f"log {log_path}", flush=True)
     return {"checkpoint": last_ckpt, "global_step": global_step, "epoch": epoch, "run_id": run_id,
             "log": log_path, "metrics": metrics, "stopped": stop["requested"]}
+
+
+def restore_archive(env, checkpoint: Path):
+    """Go-Explore: load the archive saved beside `checkpoint`, if the env keeps one."""
+    if not env.archive_enabled:
+        return
+    path = goexplore.archive_path(checkpoint)
+    if not path.exists():
+        print(f"warning: {path} does not exist: Go-Explore starts with an empty archive", flush=True)
+        return
+    try:
+        cells = env.load_archive(path)
+    except goexplore.ArchiveError as e:
+        raise TrainingError(f"cannot restore the Go-Explore archive: {e}") from None
+    print(f"restored the Go-Explore archive {path}: {cells} cells", flush=True)
 
 
 def fmt_s(s: float) -> str:
