@@ -160,7 +160,7 @@ struct GeArchive {
     int frontier_n;
     float max_progress;
     GeCell goal;          /* the shortest route that reached the goal (len -1: none) */
-    uint64_t clock;
+    uint64_t clock;       /* syncs that merged something: orders routes by when they were found */
     uint64_t inserted, improved, dropped_full, dropped_pending, mismatches;
     /* the envs that share it, in creation (= env) order */
     GoExplore** envs;
@@ -659,10 +659,11 @@ static inline int ge_real_start(const GoExplore* ge) { return ge->kind == GE_KIN
 
 static void ge_sync(GeArchive* a) {
     if (a == NULL) return;
-    int ss = a->spec.state_size;
+    int ss = a->spec.state_size, merged = 0;
     for (int e = 0; e < a->num_envs; e++) {
         GoExplore* ge = a->envs[e];
         if (ge == NULL) continue;
+        merged |= ge->npending > 0 || ge->nvisits > 0 || ge->goal_len >= 0;
         for (int k = 0; k < ge->npending; k++) {
             const GePending* p = &ge->pending[k];
             const unsigned char* at = ge->arena + p->at;
@@ -682,7 +683,7 @@ static void ge_sync(GeArchive* a) {
         ge->dropped = ge->mismatches = 0;
     }
     if (a->cum_dirty && a->n > 0) ge_rebuild_weights(a);
-    a->clock++;
+    if (merged) a->clock++;  /* the clock orders finds: it ticks on syncs that merged something */
 }
 
 /* ---- persistence: one little-endian blob (the host writes it to disk atomically) ----

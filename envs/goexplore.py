@@ -207,6 +207,31 @@ def read_archive(path) -> dict:
             "cells": cells}
 
 
+def archive_bytes(archive: dict) -> bytes:
+    """The file bytes of an archive dict as read_archive returns it (the inverse of read_archive;
+    for tools and tests that build or edit archives)."""
+    ss, ab = archive["state_bytes"], archive["action_bytes"]
+    out = bytearray(b"PGXARCH1")
+    out += struct.pack("<IIIIQQQQQI", 1, ss, ab, archive["max_route"], archive["fingerprint"],
+                       archive["syncs"], archive["inserted"], archive["improved"], archive["dropped"],
+                       len(archive["cells"]))
+    goal = archive["goal"]
+    if goal is None:
+        out += struct.pack("<iIQ", -1, 0, 0)
+    else:
+        out += struct.pack("<iIQ", goal["steps"], goal["seed"], goal["found"])
+        out += np.asarray(goal["actions"], np.uint8).tobytes()
+    for c in archive["cells"]:
+        actions = np.asarray(c["actions"], np.uint8).reshape(-1, ab)
+        if len(c["state"]) != ss or len(actions) != c["steps"]:
+            raise ArchiveError(f"cell {c['key']}: state of {len(c['state'])} bytes (need {ss}) or "
+                               f"{len(actions)} route steps (says {c['steps']})")
+        out += struct.pack("<QIifIQ", c["key"], c["seed"], c["steps"], c["progress"], c["episodes"], c["found"])
+        out += bytes(c["state"]) + actions.tobytes()
+    out += struct.pack("<I", zlib.crc32(bytes(out)))
+    return bytes(out)
+
+
 def latest_archive(checkpoint_dir, env_name: str) -> Path:
     """The archive of the checkpoint with the highest step under checkpoint_dir/env."""
     found = [p for p in (Path(checkpoint_dir) / env_name).glob(f"*/*{SUFFIX}") if p.stem.isdigit()]

@@ -12,7 +12,8 @@
 #define VEC_GE 0
 #endif
 
-/* Archive figures, in this order (names in envs/goexplore.py): cells, max progress, steps of
+/* Archive figures, in this order (names in envs/goexplore.py): cells, frontier progress (the
+ * most progress of any cell, 1 once a route reached the goal), steps of
  * the best route to the goal (0: none yet), cells dropped because it was full, findings dropped
  * because a pending list was full, routes replaced by shorter ones, syncs, frontier size,
  * replay mismatches, capacity. Returns 1 with an archive, 0 for an env that supports Go-Explore
@@ -24,7 +25,8 @@ int vec_ge_info(VecEnv* vec, double* out, int n, uint64_t* fingerprint) {
     if (vec->num_envs > 0) *fingerprint = PUF_GOEXPLORE(&vec->envs[0])->spec.fingerprint;
     GeArchive* a = (GeArchive*)vec->archive;
     if (a == NULL) return 0;
-    double v[] = {(double)a->n, (double)a->max_progress, (double)(a->goal.len >= 0 ? a->goal.len : 0),
+    double progress = a->goal.len >= 0 ? 1.0 : (double)a->max_progress;
+    double v[] = {(double)a->n, progress, (double)(a->goal.len >= 0 ? a->goal.len : 0),
                   (double)a->dropped_full, (double)a->dropped_pending, (double)a->improved,
                   (double)a->clock, (double)a->frontier_n, (double)a->mismatches, (double)a->max_cells};
     for (int i = 0; i < n && i < (int)(sizeof(v) / sizeof(v[0])); i++) out[i] = v[i];

@@ -6,6 +6,8 @@
     python -m envs.play platformer --scripted --gif platformer.gif   # headless: one episode -> GIF
     python -m envs.play platformer --scripted --png frame.png --frame 100
     python -m envs.play memory                          # turn-based envs: digit keys pick actions
+    python -m envs.play platformer_sparse --route route.json --gif route.gif   # replay an exported
+                                                        #       Go-Explore route (python -m envs.archive)
 
 Humans play the exact env the agents train on (same C header, same frameskip). A window needs a
 display (use `xvfb-run -a` on a headless machine); --gif and --png need none.
@@ -44,6 +46,31 @@ def _policy(env, args, rng):
         return lambda: env.actions.__setitem__(
             slice(None), rng.integers(0, env.act_sizes, size=env.actions.shape))
     return None
+
+
+def play_route(args):
+    """Replays a route file (envs/archive.py export) from the real start: to a GIF, or in a window."""
+    from .goexplore import read_route, replay, replay_env
+    route = read_route(args.route)
+    if route["env"] != args.env and not str(args.env).endswith(".h"):
+        sys.exit(f"{args.route} is a route of {route['env']}, not {args.env}")
+    env = replay_env(route)
+    res = replay(env, route, frames=True)
+    print(f"{env.name}: {res['steps']} steps from the real start (seed {route['seed']}): "
+          + ("reached the goal on the last step" if res["reached"] else f"did NOT reach the goal ({res['log']})"))
+    if args.gif:
+        write_gif(args.gif, res["frames"], fps=args.fps or 15)
+        print(f"wrote {args.gif}")
+    else:
+        from .viewer import Viewer
+        frames = res["frames"]
+        with Viewer(f"puffgpu {env.name}: route", frames[0].shape[1], frames[0].shape[0], scale=args.scale) as view:
+            i = 0
+            while view.show(frames[min(i, len(frames) - 1)]):
+                time.sleep(1.0 / (args.fps or 15))
+                i += 1
+    env.close()
+    return 0 if res["reached"] else 1
 
 
 def record(env, args):
@@ -129,6 +156,7 @@ def main(argv=None):
     who = p.add_mutually_exclusive_group()
     who.add_argument("--scripted", action="store_true", help="the env's rule-based policy plays")
     who.add_argument("--random", action="store_true", help="uniform random actions")
+    who.add_argument("--route", metavar="FILE", help="replay a Go-Explore route file from the real start")
     p.add_argument("--gif", metavar="PATH", help="record one episode to an animated GIF (no window)")
     p.add_argument("--png", metavar="PATH", help="write one frame of the episode to a PNG (no window)")
     p.add_argument("--frame", type=int, default=0, help="which frame --png writes (negative: from the end)")
@@ -141,6 +169,8 @@ def main(argv=None):
                    help="override an [env] config key, e.g. --set frameskip=4")
     args = p.parse_args(argv)
 
+    if args.route:
+        sys.exit(play_route(args))
     config = {}
     for item in args.set:
         key, sep, value = item.partition("=")
