@@ -22,6 +22,10 @@ def fmt_time(s: float) -> str:
 class Dashboard:
     """update(metrics) once per epoch; metrics is the flat dict the trainer also logs as JSON."""
 
+    # env metrics on the one-line form (the panel shows every env/* metric); start_perf is the
+    # success rate from the real start only, where Go-Explore starts some episodes elsewhere
+    ENV_LINE = ("perf", "start_perf", "score", "episode_length")
+    ENV_COUNTS = ("env/archive_cells", "env/archive_goal_steps", "env/archive_dropped")  # shown as integers
     LOSSES = ("policy_loss", "value_loss", "entropy", "approx_kl", "old_approx_kl", "clipfrac", "importance",
               "grad_norm")
 
@@ -43,10 +47,9 @@ class Dashboard:
             print(self.line(m), flush=True)
 
     def line(self, m: dict) -> str:
-        env = " ".join(f"{k[4:]} {v:.3f}" for k, v in m.items() if k.startswith("env/") and k[4:] in
-                       ("perf", "start_perf", "score", "episode_length", "archive_progress"))
-        if "env/archive_cells" in m:  # Go-Explore
-            env += f" archive_cells {m['env/archive_cells']:.0f}"
+        env = " ".join(f"{k} {m['env/' + k]:.3f}" for k in self.ENV_LINE if "env/" + k in m)
+        if "env/archive_cells" in m:  # Go-Explore: the archive's size and how far its frontier got
+            env += f" archive {m['env/archive_cells']:.0f} cells, progress {m['env/archive_progress']:.3f}"
         return (f"epoch {m['epoch']}/{m['epochs']} steps {fmt_int(m['global_step'])}/{fmt_int(self.total)} "
                 f"sps {fmt_int(m['sps'])} elapsed {fmt_time(m['elapsed'])} eta {fmt_time(m['eta'])} | "
                 f"{env} | pg {m['policy_loss']:.4f} v {m['value_loss']:.4f} ent {m['entropy']:.3f} "
@@ -74,7 +77,8 @@ class Dashboard:
             return t
         losses = table("Losses", [(k, f"{m[k]:.4f}") for k in self.LOSSES if k in m]
                        + [("learning_rate", f"{m['learning_rate']:.5f}")])
-        envs = table("Env", [(k[4:], f"{v:.4f}") for k, v in m.items() if k.startswith("env/")])
+        envs = table("Env", [(k[4:], f"{v:.0f}" if k in self.ENV_COUNTS else f"{v:.4f}")
+                             for k, v in m.items() if k.startswith("env/")])
         times = table("Time", [(k[5:], f"{m[k]:.0%}") for k in ("time/env", "time/inference", "time/learn")]
                       + [("epoch", f"{m['epoch_seconds']:.2f} s")])
         body = Table.grid(expand=True)
