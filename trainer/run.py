@@ -169,9 +169,9 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
             dash.update(metrics)
             with open(log_path, "a") as f:
                 f.write(json.dumps({"type": "epoch", **metrics}) + "\n")
-            logger.log(metrics)
             if epoch % base["checkpoint_interval"] == 0:
                 last_ckpt = save(global_step)
+            logger.log(metrics)  # last: a sweep's early stop ends the run inside this call
         if global_step > 0 and (last_ckpt is None or int(last_ckpt.stem) != global_step):
             last_ckpt = save(global_step)
     finally:
