@@ -161,7 +161,8 @@ def auto_smooth(n: int) -> float:
     return max(0.0, 1 - 30 / n) if n > 30 else 0.0
 
 
-def plot(runs: list[dict], out: Path, x: str = "steps", smooth: float | None = None, title: str | None = None) -> dict:
+def plot(runs: list[dict], out: Path, x: str = "steps", smooth: float | None = None, title: str | None = None,
+         dpi: int = 150) -> dict:
     """Draw the grid; returns {panel title: [(label, xs, smoothed ys)]} for tests and callers."""
     import matplotlib
     matplotlib.use("Agg")
@@ -237,7 +238,7 @@ def plot(runs: list[dict], out: Path, x: str = "steps", smooth: float | None = N
         fig.tight_layout(rect=(0, 0, 1, 1 - (title_h + row_h * legend_rows) / figh))
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_name(f".{out.name}.tmp.png")
-        fig.savefig(tmp, dpi=150)
+        fig.savefig(tmp, dpi=dpi)
         plt.close(fig)
     tmp.replace(out)  # atomic: a viewer never sees a half-written PNG
     return drawn
@@ -253,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="EMA weight in [0, 1) (0: raw data only; default: a window of ~1/30 of the run)")
     ap.add_argument("--out", help="PNG path (default: next to the log)")
     ap.add_argument("--title")
+    ap.add_argument("--dpi", type=int, default=150, help="resolution (the figure is 12.4 inches wide)")
     args = ap.parse_args(argv)
     if args.smooth is not None and not 0 <= args.smooth < 1:
         ap.error(f"--smooth must be in [0, 1), got {args.smooth}")
@@ -268,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
             out = Path(args.out)
         else:
             out = paths[0].with_suffix(".png") if len(paths) == 1 else folder / "runs.png"
-        plot(runs, out, x=args.x, smooth=args.smooth, title=args.title)
+        plot(runs, out, x=args.x, smooth=args.smooth, title=args.title, dpi=args.dpi)
     except PlotError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -416,7 +416,12 @@ def start_ray(address: str | None, sw: Sweep):
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # the legacy reporter honours verbose=0: our lines only
     gpus = sw.settings["gpus"]
     if address:
-        ray.init(address=address, log_to_driver=False, logging_level="WARNING")
+        try:
+            ray.init(address=address, log_to_driver=False, logging_level="WARNING")
+        except ConnectionError as e:
+            raise SweepError(f"cannot reach the Ray cluster at {address} ({str(e).splitlines()[-1]}). If it uses "
+                             f"Ray's token authentication, export RAY_AUTH_MODE=token and its token (RAY_AUTH_TOKEN "
+                             f"or ~/.ray/auth_token) first.") from None
         total = int(ray.cluster_resources().get("adapter", 0))
         if total < 1:
             ray.shutdown()
@@ -608,7 +613,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m trainer.sweep", description=__doc__.split("\n")[0])
     ap.add_argument("--env", required=True, help="env name or path to an env header")
     ap.add_argument("--config", help="an ini with [sweep]/[sweep.*] sections and fixed trial values")
-    ap.add_argument("--address", help="an existing Ray cluster (host:6379 or ray://host:10001); default: local Ray")
+    ap.add_argument("--address", help="an existing Ray cluster's head, host:port (default: a local Ray)")
     ap.add_argument("--name", help="sweep name (default: <env>-<hash of the sweep config>; the same name resumes)")
     ap.add_argument("--storage", help="folder of sweeps (default: <log_dir>/<env>/sweeps)")
     args, rest = ap.parse_known_args(argv)
