@@ -409,7 +409,7 @@ def start_ray(address: str | None, sw: Sweep):
     try:
         import ray
     except ImportError:
-        raise SweepError("trainer.sweep needs Ray Tune and Optuna: pip install 'puffgpu[sweep]' "
+        raise SweepError("trainer.sweep needs Ray Tune: pip install 'puffgpu[sweep]' "
                          "(in a checkout: pip install -e \".[sweep]\")") from None
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
@@ -469,11 +469,14 @@ def resumable_asha(state_path: Path, **kw):
 
 
 def run_sweep(sw: Sweep, name: str, storage: Path, address: str | None = None) -> dict:
-    from ray import tune
-    from ray.tune.schedulers import FIFOScheduler
-    from ray.tune.search.optuna import OptunaSearch
-    import optuna
-
+    try:
+        from ray import tune
+        from ray.tune.schedulers import FIFOScheduler
+        from ray.tune.search.optuna import OptunaSearch
+        import optuna
+    except ImportError as e:
+        raise SweepError(f"trainer.sweep needs Ray Tune and Optuna ({e}): pip install 'puffgpu[sweep]' "
+                         f"(in a checkout: pip install -e \".[sweep]\")") from None
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     concurrent, adapters = start_ray(address, sw)
     spec = {"env": sw.env, "env_name": sw.env_name, "flags": sw.flags, "name": name, "adapters": adapters,
@@ -617,6 +620,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--name", help="sweep name (default: <env>-<hash of the sweep config>; the same name resumes)")
     ap.add_argument("--storage", help="folder of sweeps (default: <log_dir>/<env>/sweeps)")
     args, rest = ap.parse_known_args(argv)
+    from .gpu import GPUError
     try:
         sw = load_sweep(args.env, args.config, rest)
         # every trial writes where the driver would, whatever the worker's cwd
@@ -627,7 +631,7 @@ def main(argv: list[str] | None = None) -> int:
         storage = Path(args.storage).resolve() if args.storage else Path(sw.cfg["base"]["log_dir"]) / sw.env_name / "sweeps"
         storage.mkdir(parents=True, exist_ok=True)
         res = run_sweep(sw, name, storage, args.address)
-    except (SweepError, config_mod.ConfigError) as e:
+    except (SweepError, config_mod.ConfigError, GPUError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     finally:
