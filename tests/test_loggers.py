@@ -99,6 +99,9 @@ def test_missing_logger_names_the_extra(tmp_path, monkeypatch):
     with pytest.raises(LoggerError, match=r"tensorboardX.*pip install 'puffgpu\[tensorboard\]'"):
         train("memory", smoke_cfg(tmp_path, **{"base.tensorboard": "1"}), live=False, run_id="x")
     assert not (tmp_path / "logs").exists()  # refused before any work
+    monkeypatch.delitem(sys.modules, "tensorboardX")
+    with pytest.raises(LoggerError, match=r"wandb_mode = 'bogus'; valid: online, offline"):
+        train("memory", smoke_cfg(tmp_path, **{"base.wandb": "1", "base.wandb_mode": "bogus"}), live=False)
 
 
 def test_tensorboard_writer_does_not_import_torch(tmp_path):

@@ -30,6 +30,9 @@ EXTRAS = {  # config key → (module, pip extra)
 }
 
 
+WANDB_MODES = ("online", "offline", "disabled", "shared")
+
+
 class LoggerError(ValueError):
     pass
 
@@ -70,6 +73,9 @@ def check(cfg: dict):
     for key in EXTRAS:
         if cfg["base"].get(key):
             _import(key)
+    mode = cfg["base"].get("wandb_mode")
+    if cfg["base"].get("wandb") and mode not in WANDB_MODES:
+        raise LoggerError(f"[base] wandb_mode = {mode!r}; valid: {', '.join(WANDB_MODES)}")
 
 
 def config_markdown(header: dict) -> str:
