@@ -60,7 +60,7 @@ def test_grid_of_several_runs(logs, tmp_path):
     assert [len(r["epochs"]) for r in runs] == [40, 40, 30]  # the cut line is skipped
     out = tmp_path / "fig.png"
     drawn = plot_tool.plot(runs, out, smooth=0.6)
-    assert list(drawn)[:5] == ["env/perf", "env/score", "env/episode_length", "env/archive_size", "env/start_perf"]
+    assert list(drawn)[:5] == ["env/perf", "env/start_perf", "env/score", "env/episode_length", "env/archive_size"]
     assert {"policy loss", "value loss", "entropy", "approx KL", "clip fraction", "SPS", "learning rate"} <= set(drawn)
     assert "env/n" not in drawn
     labels = [lab for lab, _, _ in drawn["env/perf"]]
