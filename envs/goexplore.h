@@ -184,7 +184,7 @@ static inline uint32_t ge_rand(uint32_t* s) {  /* xorshift32; never 0 */
 
 static inline double ge_uniform(uint32_t* s) { return (ge_rand(s) >> 8) * (1.0 / 16777216.0); }
 
-static void* ge_alloc(size_t bytes) {
+static inline void* ge_alloc(size_t bytes) {
     void* p = calloc(1, bytes > 0 ? bytes : 1);
     if (p == NULL) {
         fprintf(stderr, "goexplore.h: out of memory allocating %zu bytes\n", bytes);
@@ -193,7 +193,7 @@ static void* ge_alloc(size_t bytes) {
     return p;
 }
 
-static void* ge_grow(void* p, size_t bytes) {
+static inline void* ge_grow(void* p, size_t bytes) {
     void* q = realloc(p, bytes > 0 ? bytes : 1);
     if (q == NULL) {
         fprintf(stderr, "goexplore.h: out of memory growing to %zu bytes\n", bytes);
@@ -220,14 +220,14 @@ static inline int ge_find(const GeArchive* a, GeKey key) {
     }
 }
 
-static void ge_table_put(GeArchive* a, int i) {
+static inline void ge_table_put(GeArchive* a, int i) {
     uint32_t mask = (uint32_t)a->table_cap - 1;
     uint32_t h = (uint32_t)ge_mix64(a->cells[i].key) & mask;
     while (a->table[h] >= 0) h = (h + 1) & mask;
     a->table[h] = i;
 }
 
-static void ge_table_rebuild(GeArchive* a, int table_cap) {
+static inline void ge_table_rebuild(GeArchive* a, int table_cap) {
     free(a->table);
     a->table_cap = table_cap;
     a->table = (int32_t*)ge_alloc(sizeof(int32_t) * (size_t)table_cap);
@@ -236,7 +236,7 @@ static void ge_table_rebuild(GeArchive* a, int table_cap) {
 }
 
 /* Linear probing deletion by backward shift (no tombstones). */
-static void ge_table_remove(GeArchive* a, GeKey key) {
+static inline void ge_table_remove(GeArchive* a, GeKey key) {
     uint32_t mask = (uint32_t)a->table_cap - 1;
     uint32_t h = (uint32_t)ge_mix64(key) & mask;
     while (a->table[h] >= 0 && a->cells[a->table[h]].key != key) h = (h + 1) & mask;
@@ -253,7 +253,7 @@ static void ge_table_remove(GeArchive* a, GeKey key) {
     a->table[hole] = -1;
 }
 
-static void ge_reserve(GeArchive* a, int need) {
+static inline void ge_reserve(GeArchive* a, int need) {
     if (need <= a->cap) return;
     int cap = a->cap > 0 ? a->cap : 256;
     while (cap < need) cap *= 2;
@@ -277,7 +277,7 @@ static inline int ge_before(const GeCell* x, const GeCell* y) {
 }
 
 /* Cell i was added or got a shorter route: place it in the frontier (kept sorted). */
-static void ge_frontier_update(GeArchive* a, int i) {
+static inline void ge_frontier_update(GeArchive* a, int i) {
     GeCell* c = &a->cells[i];
     if (c->frontier) {
         int at = 0;
@@ -299,7 +299,7 @@ static void ge_frontier_update(GeArchive* a, int i) {
     c->frontier = 1;
 }
 
-static void ge_set_route(GeArchive* a, GeCell* c, const unsigned char* route, int len) {
+static inline void ge_set_route(GeArchive* a, GeCell* c, const unsigned char* route, int len) {
     int ab = a->spec.action_bytes;
     if (c->route == NULL || c->route_cap < len) {
         free(c->route);
@@ -312,7 +312,7 @@ static void ge_set_route(GeArchive* a, GeCell* c, const unsigned char* route, in
 
 /* Offer a route into a cell: kept if the cell is new (and there is room) or the route is
  * strictly shorter than the archived one (equal length: the earlier one stays). */
-static void ge_offer(GeArchive* a, GeKey key, uint32_t seed, int len, float progress,
+static inline void ge_offer(GeArchive* a, GeKey key, uint32_t seed, int len, float progress,
                      const unsigned char* state, const unsigned char* route) {
     int ss = a->spec.state_size;
     int i = ge_find(a, key);
@@ -365,7 +365,7 @@ static void ge_offer(GeArchive* a, GeKey key, uint32_t seed, int len, float prog
     ge_frontier_update(a, i);
 }
 
-static void ge_offer_goal(GeArchive* a, uint32_t seed, int len, const unsigned char* route) {
+static inline void ge_offer_goal(GeArchive* a, uint32_t seed, int len, const unsigned char* route) {
     if (a->goal.len >= 0 && len >= a->goal.len) return;
     a->goal.seed = seed;
     a->goal.found = a->clock;
@@ -373,7 +373,7 @@ static void ge_offer_goal(GeArchive* a, uint32_t seed, int len, const unsigned c
 }
 
 /* Rarity: weight 1/sqrt(1 + episodes that entered the cell), as Go-Explore's count bonus. */
-static void ge_rebuild_weights(GeArchive* a) {
+static inline void ge_rebuild_weights(GeArchive* a) {
     double sum = 0.0;
     for (int i = 0; i < a->n; i++) {
         sum += 1.0 / sqrt(1.0 + (double)a->cells[i].episodes);
@@ -406,7 +406,7 @@ static inline GeArchive* ge_host_end(void) {
     return a;
 }
 
-static void ge_clear_cells(GeArchive* a) {
+static inline void ge_clear_cells(GeArchive* a) {
     for (int i = 0; i < a->n; i++) free(a->cells[i].route);
     if (a->cap > 0) memset(a->cells, 0, sizeof(GeCell) * (size_t)a->cap);
     a->n = 0;
@@ -419,7 +419,7 @@ static void ge_clear_cells(GeArchive* a) {
     a->cum_dirty = 1;
 }
 
-static void ge_archive_free(GeArchive* a) {
+static inline void ge_archive_free(GeArchive* a) {
     ge_clear_cells(a);
     free(a->cells);
     free(a->states);
@@ -431,7 +431,7 @@ static void ge_archive_free(GeArchive* a) {
 
 static inline double ge_clamp(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }
 
-static GeArchive* ge_archive_new(Dict* kwargs, const GeSpec* spec) {
+static inline GeArchive* ge_archive_new(Dict* kwargs, const GeSpec* spec) {
     GeArchive* a = (GeArchive*)ge_alloc(sizeof(GeArchive));
     a->spec = *spec;
     a->p_archive = ge_clamp(ge_opt(kwargs, "go_explore", 0.0), 0.0, 1.0);
@@ -447,7 +447,7 @@ static GeArchive* ge_archive_new(Dict* kwargs, const GeSpec* spec) {
 }
 
 /* puf_init: describe the env; attaches it to the vecenv's archive when go_explore > 0. */
-static void ge_init(GoExplore* ge, Env* env, Dict* kwargs, GeSpec spec, unsigned int seed) {
+static inline void ge_init(GoExplore* ge, Env* env, Dict* kwargs, GeSpec spec, unsigned int seed) {
     memset(ge, 0, sizeof(*ge));
     ge->env = env;
     ge->spec = spec;
@@ -487,7 +487,7 @@ static void ge_init(GoExplore* ge, Env* env, Dict* kwargs, GeSpec spec, unsigned
 }
 
 /* puf_close. */
-static void ge_close(GoExplore* ge) {
+static inline void ge_close(GoExplore* ge) {
     GeArchive* a = ge->archive;
     if (a != NULL) {
         for (int i = 0; i < a->num_envs; i++) {
@@ -513,7 +513,7 @@ static void ge_close(GoExplore* ge) {
  * *rng (the value is recorded as the route's seed). GE_START_RESTORED: the savestate was copied
  * back; the env only rebuilds what derives from it (observations). GE_START_REPLAY: *rng holds
  * the route's seed; the env does its own reset, then calls ge_replay. */
-static int ge_start(GoExplore* ge, unsigned int* rng) {
+static inline int ge_start(GoExplore* ge, unsigned int* rng) {
     ge->kind = GE_KIND_REAL;
     GeArchive* a = ge->archive;
     if (a == NULL) return GE_START_REAL;
@@ -557,7 +557,7 @@ static int ge_start(GoExplore* ge, unsigned int* rng) {
 
 /* puf_reset after a GE_START_REPLAY start and the env's own reset: play the route back, then
  * check that it reached its cell (and its savestate, if the env has one) exactly. */
-static void ge_replay(GoExplore* ge) {
+static inline void ge_replay(GoExplore* ge) {
     GeArchive* a = ge->archive;
     if (a == NULL || ge->start_cell < 0) return;
     int ab = a->spec.action_bytes;
@@ -600,7 +600,7 @@ static inline int ge_seen_insert(GoExplore* ge, GeKey key) {
     }
 }
 
-static void ge_pending_add(GoExplore* ge, GeKey key, float progress) {
+static inline void ge_pending_add(GoExplore* ge, GeKey key, float progress) {
     size_t ss = (size_t)ge->spec.state_size, rb = (size_t)ge->len * (size_t)ge->spec.action_bytes;
     if (ge->npending >= GE_PENDING_CAP || ge->arena_used + ss + rb > ge->arena_cap) {
         ge->dropped++;
@@ -657,7 +657,7 @@ static inline int ge_real_start(const GoExplore* ge) { return ge->kind == GE_KIN
 
 /* ---- between steps, on the host thread: merge every env's findings in env order ---- */
 
-static void ge_sync(GeArchive* a) {
+static inline void ge_sync(GeArchive* a) {
     if (a == NULL) return;
     int ss = a->spec.state_size, merged = 0;
     for (int e = 0; e < a->num_envs; e++) {
@@ -700,14 +700,14 @@ static void ge_sync(GeArchive* a) {
 
 typedef struct GeWriter { unsigned char* buf; size_t cap, at; } GeWriter;
 
-static void ge_put(GeWriter* w, const void* p, size_t n) {
+static inline void ge_put(GeWriter* w, const void* p, size_t n) {
     if (w->at + n <= w->cap && n > 0) memcpy(w->buf + w->at, p, n);
     w->at += n;
 }
 #define GE_PUT(w, type, v) do { type ge_v_ = (type)(v); ge_put((w), &ge_v_, sizeof ge_v_); } while (0)
 
 /* CRC-32 (IEEE 802.3, reflected, as zlib.crc32), bitwise: files are written once per checkpoint. */
-static uint32_t ge_crc32(const unsigned char* p, size_t n) {
+static inline uint32_t ge_crc32(const unsigned char* p, size_t n) {
     uint32_t c = 0xFFFFFFFFu;
     for (size_t i = 0; i < n; i++) {
         c ^= p[i];
@@ -717,7 +717,7 @@ static uint32_t ge_crc32(const unsigned char* p, size_t n) {
 }
 
 /* Writes the archive into buf (if cap suffices); returns the bytes it needs. */
-static size_t ge_save(const GeArchive* a, unsigned char* buf, size_t cap) {
+static inline size_t ge_save(const GeArchive* a, unsigned char* buf, size_t cap) {
     GeWriter w = {buf, cap, 0};
     size_t ab = (size_t)a->spec.action_bytes, ss = (size_t)a->spec.state_size;
     ge_put(&w, GE_MAGIC, 8);
@@ -752,7 +752,7 @@ static size_t ge_save(const GeArchive* a, unsigned char* buf, size_t cap) {
 
 typedef struct GeReader { const unsigned char* buf; size_t n, at; int ok; } GeReader;
 
-static void ge_get(GeReader* r, void* p, size_t n) {
+static inline void ge_get(GeReader* r, void* p, size_t n) {
     if (!r->ok || r->at + n > r->n) {
         r->ok = 0;
         memset(p, 0, n);
@@ -763,7 +763,7 @@ static void ge_get(GeReader* r, void* p, size_t n) {
 }
 
 /* Replaces the archive's cells with the blob's; 0 and a message in err when it does not fit. */
-static int ge_load(GeArchive* a, const unsigned char* buf, size_t n, char* err, int err_len) {
+static inline int ge_load(GeArchive* a, const unsigned char* buf, size_t n, char* err, int err_len) {
     GeReader r = {buf, n, 0, 1};
     char magic[8];
     uint32_t version, ss, ab, max_route, num, goal_seed;
