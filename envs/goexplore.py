@@ -79,6 +79,14 @@ def atomic_write(path: Path, data: bytes):
     finally:
         if tmp.exists():
             tmp.unlink()
+    try:  # make the rename itself durable
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
 
 
 class GoExploreMixin:
