@@ -370,3 +370,49 @@ def test_bad_head_sizes_and_shapes_are_refused(gpu):
     r = gpu.buffer(4096, "b").range()
     with pytest.raises(GPUError, match="logstd is needed"):
         sample_actions(gpu.plan("x"), r, 4, r, r, r, r, r, r, 5, 1, spec)
+
+
+# ------------------------------------------------------------------------------------- checkpoints
+
+def test_continuous_checkpoint_size_and_export(gpu, tmp_path):
+    """A continuous-only checkpoint is PufferLib's size (encoder, decoder [K+1, H], logstd [1, K], layers,
+    each padded to 8 floats), round-trips bit-exactly, and exports with logstd named."""
+    import subprocess
+    import sys
+
+    from safetensors.numpy import load_file
+
+    from trainer import checkpoint as ckpt
+    D, H, L, K = 11, 16, 2, 3
+    spec = PolicySpec(obs_size=D, hidden=H, layers=L, act_sizes=(1,) * K)
+    w = np.random.default_rng(0).standard_normal(spec.num_floats).astype(np.float32)
+    path = ckpt.save(tmp_path / "c.bin", w, spec, "reach", 7)
+    pad8 = lambda n: -(-n // 8) * 8  # noqa: E731
+    assert path.stat().st_size == 4 * (pad8(H * D) + pad8((K + 1) * H) + pad8(K) + L * pad8(3 * H * H)) == 7136
+    side = ckpt.read_sidecar(path)
+    assert side["format"] == ckpt.FORMAT and side["action_space"] == "continuous" and "puffgpu_only" not in side
+    assert "K % 8" in side["pufferlib_notes"][0]
+    loaded, _ = ckpt.load(path, spec)
+    assert loaded.tobytes() == w.tobytes()
+    subprocess.run([sys.executable, "tools/export_safetensors.py", str(path)], check=True, capture_output=True)
+    t = load_file(str(tmp_path / "c.safetensors"))
+    assert sorted(t) == ["decoder.logstd", "decoder.weight", "encoder.weight", "mingru.0.weight", "mingru.1.weight"]
+    ref = unflatten(spec, w)
+    assert t["decoder.logstd"].shape == (1, K) and np.array_equal(t["decoder.logstd"], ref["logstd"])
+    assert t["decoder.weight"].shape == (K + 1, H) and np.array_equal(t["mingru.1.weight"], ref["mingru.1"])
+    # a PufferLib file (no sidecar) of that size loads as the continuous architecture
+    raw = tmp_path / "0000000000000001.bin"
+    w.astype("<f4").tofile(raw)
+    assert np.array_equal(ckpt.load(raw, spec)[0], w)
+
+
+def test_hybrid_checkpoint_sidecar_says_puffgpu_only(tmp_path):
+    from trainer import checkpoint as ckpt
+    spec = PolicySpec(obs_size=5, hidden=8, layers=1, act_sizes=(3, 1, 2))
+    path = ckpt.save(tmp_path / "h.bin", np.zeros(spec.num_floats, np.float32), spec, "aimjump", 1)
+    side = ckpt.read_sidecar(path)
+    assert side["puffgpu_only"] is True and side["action_space"] == "hybrid" and side["format"] == ckpt.FORMAT_HYBRID
+    assert "PufferLib 5.0 rejects mixed action spaces" in side["pufferlib_notes"][0]
+    discrete = PolicySpec(obs_size=5, hidden=8, layers=1, act_sizes=(3, 2))
+    side = ckpt.read_sidecar(ckpt.save(tmp_path / "d.bin", np.zeros(discrete.num_floats, np.float32), discrete, "x", 1))
+    assert "puffgpu_only" not in side and "pufferlib_notes" not in side
