@@ -180,18 +180,18 @@ class PolicySpec:
 
 
 def pack_mask(mask: np.ndarray, spec: PolicySpec, out: np.ndarray | None = None) -> np.ndarray:
-    """uint8 action mask [N, A] (nonzero = legal) → the GPU's bit-packed [N, mask_words] u32."""
+    """uint8 action mask [N, A] (nonzero = legal) → the GPU's bit-packed [N, mask_words] u32.
+
+    `out` (uint8 [N, 32·mask_words], zero beyond column A) is reusable scratch between calls."""
     mask = np.asarray(mask)
-    N = mask.shape[0]
     if mask.ndim != 2 or mask.shape[1] != spec.A:
         raise ValueError(f"action_mask must have shape (agents, {spec.A}) = one entry per decoder column of heads "
                          f"{list(spec.act_sizes)}, got {mask.shape}")
-    W = spec.mask_words
-    if out is None:
-        out = np.zeros((N, 4 * W), np.uint8)
-    bits = np.packbits(mask.astype(bool, copy=False), axis=1, bitorder="little")  # [N, ceil(A/8)]
-    out[:, :bits.shape[1]] = bits
-    return out.view("<u4")
+    N, W = mask.shape[0], spec.mask_words
+    if out is None or out.shape != (N, MASK_BITS * W):
+        out = np.zeros((N, MASK_BITS * W), np.uint8)
+    np.not_equal(mask, 0, out=out[:, :spec.A].view(bool))
+    return np.packbits(out, axis=-1, bitorder="little").view("<u4")  # bit j of word w = column 32·w + j
 
 
 def init_weights(spec: PolicySpec, seed: int) -> np.ndarray:
@@ -394,7 +394,7 @@ class RolloutStep:
         self.terminals_step = gpu.buffer(4 * N, "step.terminals")
         self.mask_step = gpu.array(np.full(N * spec.mask_words, 0xFFFFFFFF, np.uint32), "step.mask")
         self._mask_all_legal = True  # what mask_step holds now: skip the upload while the env writes no mask
-        self._mask_bytes = np.zeros((N, 4 * spec.mask_words), np.uint8)
+        self._mask_bytes = np.zeros((N, MASK_BITS * spec.mask_words), np.uint8)  # pack_mask's scratch
         self.globals = gpu.buffer(16, "step.globals")
         self.x = [gpu.buffer(4 * N * H, f"step.x{l}") for l in range(L + 1)]
         self.c = gpu.buffer(4 * N * 3 * H, "step.c")
