@@ -23,7 +23,7 @@ import numpy as np
 
 from . import ops
 from .gpu import GPU, GPUError, Plan, Range
-from .policy import Activations, Policy, PolicySpec, Rollout, _need_heads, policy_backward, policy_forward
+from .policy import Activations, Policy, PolicySpec, Rollout, need_heads, policy_backward, policy_forward
 
 # PufferLib's per-iteration Newton–Schulz coefficients (a, b, c): X ← aX + (bG + cG²)X
 NS_COEFFS = ((4.0848, -6.8946, 2.9270), (3.9505, -6.3029, 2.6377), (3.7418, -5.5913, 2.3037),
@@ -80,7 +80,7 @@ def compute_advantage(plan: Plan, *, out: Range, ldo: int, actions: Range, logpr
                        ("logprobs", logprobs, R * T), ("rewards", rewards, R * T), ("terminals", terminals, R * T),
                        ("advantages", advantages, R * T), ("returns", returns, R * T)):
         ops.need(label, name, r, n)
-    _need_heads(label, spec, logstd=logstd, mask=mask, rows=R * T)
+    need_heads(label, spec, logstd=logstd, mask=mask, rows=R * T)
     k = plan.gpu.kernel("advantage.wgsl", "compute_advantage", WG=64)
     return plan.add(k, -(-R // 64),
                     dict(R=R, T=T, K=spec.K, A=spec.A, ldo=ldo, W=spec.mask_words, masked=int(mask is not None),
@@ -107,7 +107,7 @@ def ppo_loss(plan: Plan, *, out: Range, ldo: int, actions: Range, logprobs: Rang
                        ("logprobs", logprobs, M), ("values", values, M), ("advantages", advantages, M),
                        ("returns", returns, M), ("dout", dout, M * ldo), ("stats", stats, M * len(STATS))):
         ops.need(label, name, r, n)
-    _need_heads(label, spec, logstd=logstd, mask=mask, rows=M)
+    need_heads(label, spec, logstd=logstd, mask=mask, rows=M)
     if spec.Kc:
         if dlogstd_rows is None:
             raise GPUError(f"{label}: heads {list(spec.act_sizes)} have continuous heads, so dlogstd_rows is needed")

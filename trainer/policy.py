@@ -322,7 +322,7 @@ def sample_actions(plan: Plan, out: Range, ldo: int, act_sizes: Range, globals_:
     ops.need(label, "actions", actions, N * T * spec.K)
     ops.need(label, "logprobs", logprobs, N * T)
     ops.need(label, "values", values, N * T)
-    _need_heads(label, spec, logstd=logstd, mask=mask, rows=N)
+    need_heads(label, spec, logstd=logstd, mask=mask, rows=N)
     k = plan.gpu.kernel("sample.wgsl", "sample_actions", WG=64)
     return plan.add(k, -(-N // 64), dict(N=N, K=spec.K, A=spec.A, ldo=ldo, T=T, W=spec.mask_words,
                                         masked=int(mask is not None)),
@@ -330,7 +330,7 @@ def sample_actions(plan: Plan, out: Range, ldo: int, act_sizes: Range, globals_:
                     actions_step=actions_step, actions=actions, logprobs=logprobs, values=values)
 
 
-def _need_heads(label: str, spec: PolicySpec, *, logstd: Range | None, mask: Range | None, rows: int):
+def need_heads(label: str, spec: PolicySpec, *, logstd: Range | None, mask: Range | None, rows: int):
     """Shape checks shared by the launchers that read the action heads (sample, advantage, ppo)."""
     if spec.Kc and logstd is None:
         raise GPUError(f"{label}: heads {list(spec.act_sizes)} have {spec.Kc} continuous heads, so logstd is needed")
