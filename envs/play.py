@@ -42,9 +42,10 @@ REALTIME_KEYS = {"platformer": _platformer_keys}
 def _policy(env, args, rng):
     if args.scripted:
         return env.scripted_actions
-    if args.random:
-        return lambda: env.actions.__setitem__(
-            slice(None), rng.integers(0, env.act_sizes, size=env.actions.shape))
+    if args.random:  # a head of size 1 is continuous: a standard normal draw
+        continuous = np.array(env.act_sizes) == 1
+        return lambda: env.actions.__setitem__(slice(None), np.where(
+            continuous, rng.standard_normal(env.actions.shape), rng.integers(0, env.act_sizes, size=env.actions.shape)))
     return None
 
 
@@ -111,7 +112,8 @@ def play(env, args):
     head, episodes = 0, 0
     if act is None and keymap is None:
         print(f"{env.name} is turn-based: press a digit to pick the action of each head "
-              f"(head sizes {env.act_sizes}); the env steps once every head has one.")
+              f"(head sizes {env.act_sizes}; a continuous head maps 0..9 to -1..1); the env steps once "
+              f"every head has one.")
     period = 1.0 / args.fps
     next_time = time.perf_counter()
     while viewer.show(frame):
@@ -127,13 +129,14 @@ def play(env, args):
         else:
             for key in viewer.keys_pressed():
                 digit = key - glfw.KEY_0
-                if 0 <= digit < env.act_sizes[head]:
-                    env.actions[0, head] = digit
+                continuous = env.act_sizes[head] == 1  # digits 0..9 pick -1 .. 1
+                if 0 <= digit < (10 if continuous else env.act_sizes[head]):
+                    env.actions[0, head] = digit / 4.5 - 1 if continuous else digit
                     head += 1
                     if head == len(env.act_sizes):
                         env.step()
                         stepped, head = True, 0
-                        print(f"actions {env.actions[0].astype(int).tolist()} -> reward "
+                        print(f"actions {env.actions[0].tolist()} -> reward "
                               f"{env.rewards[0]:+.3f}")
         if stepped and env.terminals[0]:
             episodes += 1

@@ -20,6 +20,9 @@
 #endif
 
 static const int vec_act_sizes_table[NUM_ATNS] = ACT_SIZES;
+/* A brace list shorter than NUM_ATNS would leave heads of size 0, a longer one would be cut. */
+_Static_assert(sizeof((int[])ACT_SIZES) / sizeof(int) == NUM_ATNS,
+               "ACT_SIZES must list exactly NUM_ATNS head sizes");
 
 /* Env.agents is either an array (its size bounds num_agents) or a pointer the env sets. */
 #define VEC_AGENTS_IS_POINTER \

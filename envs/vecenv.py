@@ -126,6 +126,9 @@ class VecEnv(GoExploreMixin):
         sizes = ffi.new("int[]", lib.vec_num_atns())
         lib.vec_act_sizes(sizes)
         self.act_sizes = tuple(sizes)
+        if min(self.act_sizes, default=0) < 1:
+            raise ValueError(f"{header}: ACT_SIZES {list(self.act_sizes)} (NUM_ATNS {len(self.act_sizes)}): every "
+                             f"head needs size >= 1 (1 = a continuous head, >= 2 = a discrete head's choices)")
         obs_type = ffi.string(lib.vec_obs_type()).decode()
         if obs_type == "unknown":
             raise TypeError(f"{header}: obs_t must be a plain C number type (float, unsigned "
@@ -319,8 +322,9 @@ class VecEnv(GoExploreMixin):
         agent, head = (int(i) for i in np.argwhere(~ok)[0])
         agent += r0
         size = self.act_sizes[head]
+        want = "a finite float (a continuous head)" if size == 1 else f"an integer in [0, {size - 1}]"
         raise ValueError(f"{self.name}: action of agent {agent}, head {head} is "
-                         f"{a[agent - r0, head]!r}; it must be an integer in [0, {size - 1}] "
+                         f"{a[agent - r0, head]!r}; it must be {want} "
                          f"(head sizes {self.act_sizes}); {int((~ok).sum())} invalid in total")
 
     def log(self):

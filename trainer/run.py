@@ -49,7 +49,7 @@ def learner_config(t: dict) -> LearnerConfig:
     return LearnerConfig(gamma=t["gamma"], gae_lambda=t["gae_lambda"], clip_coef=t["clip_coef"], vf_coef=t["vf_coef"],
                          vf_clip_coef=t["vf_clip_coef"], ent_coef=t["ent_coef"], max_grad_norm=t["max_grad_norm"],
                          momentum=t["momentum"], vtrace=bool(t["vtrace"]), vtrace_rho_clip=t["vtrace_rho_clip"],
-                         vtrace_c_clip=t["vtrace_c_clip"])
+                         vtrace_c_clip=t["vtrace_c_clip"], freeze_continuous=bool(t["freeze_continuous"]))
 
 
 def new_run_id() -> str:
@@ -73,6 +73,8 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
     config_mod.validate(cfg, N)
     spec = PolicySpec(obs_size=env.obs_size, hidden=cfg["policy"]["hidden_size"],
                       layers=cfg["policy"]["num_layers"], act_sizes=env.act_sizes)
+    for note in spec.pufferlib_notes():
+        print(f"warning: {note}", flush=True)
     policy = Policy(gpu, spec, seed=base["seed"])
     rollout = Rollout(gpu, spec, N, T)
     infer = RolloutStep(policy, rollout, seed=base["seed"])
@@ -142,7 +144,8 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
                 if stop["requested"]:  # Ctrl-C: drop the partial rollout; the weights are the last epoch's
                     break
                 s = time.perf_counter()
-                actions = infer(step, epoch * T + step, env.observations, env.rewards, env.terminals)
+                actions = infer(step, epoch * T + step, env.observations, env.rewards, env.terminals,
+                                env.action_mask)
                 watch.add("inference", s)
                 s = time.perf_counter()
                 env.step(actions)
