@@ -55,9 +55,18 @@ def env_header_path(name_or_path):
 
 
 def env_ini_path(name_or_path):
-    """envs/<name>/<name>.ini for a built-in name; for a header path, the .ini beside it (which
-    may not exist: such an env then has only the default [env] keys)."""
-    return env_header_path(name_or_path).with_suffix(".ini")
+    """envs/<name>/<name>.ini for a built-in name. For a header path: the .ini beside it, else
+    PufferLib's layout (ocean/<name>/<name>.h with config/<name>.ini a few folders up). The path
+    returned may not exist: such an env then has only the default [env] keys."""
+    header = env_header_path(name_or_path)
+    beside = header.with_suffix(".ini")
+    if beside.is_file() or not _is_header_path(name_or_path):
+        return beside
+    for parent in list(header.parents)[1:4]:
+        candidate = parent / "config" / f"{header.stem}.ini"
+        if candidate.is_file():
+            return candidate
+    return beside
 
 
 def parse_value(text):
