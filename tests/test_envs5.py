@@ -80,6 +80,12 @@ def test_squares_trains_with_two_buffers_same_function_of_the_seed(tmp_path):
     one = train(SQUARES, small_cfg(tmp_path / "one", **{"vec.num_buffers": "1"}), live=False, run_id="r")
     w1, _ = load(one["checkpoint"], PolicySpec(16, 16, 1, (3,)), env="squares")
     assert not np.array_equal(w1, runs[0][0])
+    # the trained policy renders through trainer.eval --gif (raylib drawing, no display)
+    from trainer.eval import main as eval_main
+    gif = tmp_path / "eval.gif"
+    assert eval_main(["--env", SQUARES, str(res["checkpoint"]), "--gif", str(gif),
+                      "--policy.hidden_size", "16", "--policy.num_layers", "1"]) == 0
+    assert gif.read_bytes()[:6] == b"GIF89a"
 
 
 def test_squares_renders_a_gif(tmp_path):
