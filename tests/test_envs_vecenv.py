@@ -368,10 +368,12 @@ def test_old_style_header_errors_name_the_fix(tmp_path, cache):
 
 
 def test_string_env_keys_reach_dict_get_str(tmp_path, cache):
-    header = write_counter(tmp_path / "counter", 'env->length = (int)strlen(dict_get_str(kwargs, "name"));')
-    (tmp_path / "counter" / "counter.ini").write_text("[env]\nlength = 3\nname = level_one.txt\n")
-    env = envs.make(str(header), 2)
-    assert env.config["name"] == "level_one.txt"
+    header = write_counter(tmp_path / "counter", 'env->length = (int)strlen(dict_get_str(kwargs, "name"))'
+                                                 ' + (int)dict_get(kwargs, "bonus") - 4 + (int)dict_get(kwargs, "on");')
+    (tmp_path / "counter" / "counter.ini").write_text(
+        "[env]\nlength = 3\nname = level_one.txt\nbonus = 4, 9\non = false\n")
+    env = envs.make(str(header), 2)  # a comma list reads as its first number, as in PufferLib
+    assert env.config["name"] == "level_one.txt" and env.config["on"] == 0
     env.reset()
     for _ in range(13):
         env.step()
