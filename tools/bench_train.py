@@ -1,15 +1,17 @@
 """Training throughput: an env's default config for a few epochs, end to end.
 
     python tools/bench_train.py [--epochs 3] [--env platformer] [--section.key value ...]
-    python tools/bench_train.py --env bandit --env.spin 10000 --buffers 1,2   # slow env, 1 vs 2 env buffers
+    python tools/bench_train.py --env bandit --env.wait_us 50 --vec.num_threads 1 --buffers 1,2   # 1 vs 2 env buffers
 
 Runs trainer.run's loop (rollout with the GPU policy, env stepping, minibatch updates) with logs
 and checkpoints in a temporary folder. The first epoch (pipeline compilation, warm-up) is not
 counted. Prints SPS and the time split (with 2+ buffers "env" is the time spent waiting for env
 steps that inference did not hide); last line per run `train <env>: <SPS> SPS on <adapter>`.
 --buffers runs the same config once per vec.num_buffers value, one after the other in this
-process, and ends with a side-by-side line. bandit's [env] spin adds busy work to every env step
-(about 5 µs per 1000 on a 2020s core; the line `env cost` states what it measured).
+process, and ends with a side-by-side line. bandit's [env] knobs make each env step slow: spin adds
+busy CPU work (10000: ~23 µs), wait_us a sleep (50: ~145 µs with Linux's timer slack); the line
+`env cost` states what was measured. On lavapipe inference runs on the same CPU cores as the envs,
+so only an env cost that leaves the cores free (wait_us; on a real GPU, any env) can be hidden.
 """
 import argparse
 import json
