@@ -6,11 +6,14 @@
     python -m envs.play platformer --scripted --gif platformer.gif   # headless: one episode -> GIF
     python -m envs.play platformer --scripted --png frame.png --frame 100
     python -m envs.play memory                          # turn-based envs: digit keys pick actions
+    python -m envs.play path/to/ocean/asteroids/asteroids.h --random   # any PufferLib 5.0 env
     python -m envs.play platformer_sparse --route route.json --gif route.gif   # replay an exported
                                                         #       Go-Explore route (python -m envs.archive)
 
-Humans play the exact env the agents train on (same C header, same frameskip). A window needs a
-display (use `xvfb-run -a` on a headless machine); --gif and --png need none.
+Humans play the exact env the agents train on (same C header, same frameskip). Keys also reach the
+env's own raylib input calls (IsKeyDown, IsKeyPressed), so a PufferLib env's human controls work
+(e.g. hold Left Shift in asteroids while --random plays). A window needs a display (use
+`xvfb-run -a` on a headless machine); --gif and --png need none.
 """
 
 import argparse
@@ -116,7 +119,12 @@ def play(env, args):
               f"every head has one.")
     period = 1.0 / args.fps
     next_time = time.perf_counter()
+    held = set()
     while viewer.show(frame):
+        down = viewer.keys_down()
+        for key in down ^ held:  # raylib's IsKeyDown/IsKeyPressed in the env see these
+            env.set_key(key, key in down)
+        held = down
         stepped = False
         if act is not None:
             act()

@@ -63,10 +63,14 @@ Dict* vec_dict_new(const char* name) {
     if (d != NULL) d->name = dict_strdup(name);
     return d;
 }
-/* key = value with its text (str may be NULL for a plain number). */
+/* key = value: with its ini text (str), parsed as PufferLib's ini reader does (numbers with `_`,
+ * true/false, comma lists); without (str NULL), the number `value`. */
 void vec_dict_put(Dict* d, const char* key, double value, const char* str) {
-    DictItem* item = str != NULL ? dict_set_str(d, key, str) : dict_set(d, key, value);
-    item->value = value;
+    if (str == NULL) {
+        dict_set(d, key, value);
+        return;
+    }
+    puf_ini_parse_item(dict_set_str(d, key, str), str);
 }
 void vec_dict_free(Dict* d) {
     if (d == NULL) return;

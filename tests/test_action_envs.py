@@ -157,3 +157,17 @@ def test_continuous_action_check_names_the_head():
         env.step(np.array([[0, np.nan, 0], [0, 0, 0]], np.float32))
     with pytest.raises(ValueError, match=r"head 2 is .*0.5.*must be an integer in \[0, 1\]"):
         env.step(np.array([[0, 0.3, 0.5], [0, 0, 0]], np.float32))
+
+
+@pytest.mark.parametrize("buffers", [1, 2])
+def test_masked_training_never_plays_an_illegal_card(tmp_path, buffers):
+    """The sampler reads each env buffer's own rows of the mask: with 1 or 2 env buffers, training
+    from random weights never plays an unheld card (cardplay logs every illegal play)."""
+    import json
+    cfg, _ = config.load("cardplay", dict(SMOKE, **{"base.checkpoint_dir": str(tmp_path / "ck"),
+                                                      "base.log_dir": str(tmp_path / "logs"),
+                                                      "vec.num_buffers": str(buffers)}))
+    res = train("cardplay", cfg, live=False, run_id="masked")
+    epochs = [json.loads(line) for line in open(res["log"]) if '"epoch"' in line]
+    epochs = [e for e in epochs if e.get("type") == "epoch" and "env/illegal" in e]
+    assert epochs and all(e["env/illegal"] == 0.0 for e in epochs), [e["env/illegal"] for e in epochs]

@@ -381,14 +381,21 @@ class RolloutStep:
     legal) and the globals (t, step, seed, flags), runs one plan in one submit, and reads back the
     actions. `deterministic`: discrete heads take their most likely legal choice and Gaussian heads
     their mean μ (eval); `masks=False` leaves the mask out of the plan (all legal, a test reference).
+
+    row0/rows: the agent range [row0, row0 + rows) of the rollout this step serves (default: all),
+    so that each of PufferLib's env buffers gets its own plan over its own rows.
     """
 
-    def __init__(self, policy: Policy, rollout: Rollout, seed: int, deterministic: bool = False, masks: bool = True):
+    def __init__(self, policy: Policy, rollout: Rollout, seed: int, deterministic: bool = False, masks: bool = True,
+                 row0: int = 0, rows: int | None = None):
         gpu, spec = policy.gpu, policy.spec
         self.policy, self.rollout, self.seed = policy, rollout, seed
         self.deterministic, self.masks = deterministic, masks
-        N, T, H, L, D = rollout.N, rollout.T, spec.hidden, spec.layers, spec.obs_size
-        self.N = N
+        N = rollout.N - row0 if rows is None else rows
+        if row0 < 0 or N < 1 or row0 + N > rollout.N:
+            raise GPUError(f"RolloutStep rows [{row0}, {row0 + N}) outside the rollout's {rollout.N} agents")
+        T, H, L, D = rollout.T, spec.hidden, spec.layers, spec.obs_size
+        self.N, self.row0 = N, row0
         self.obs_step = gpu.buffer(4 * N * D, "step.obs")
         self.rewards_step = gpu.buffer(4 * N, "step.rewards")
         self.terminals_step = gpu.buffer(4 * N, "step.terminals")
@@ -407,21 +414,23 @@ class RolloutStep:
     def _build(self, snapshot: bool) -> Plan:
         p, spec, ro = self.policy, self.policy.spec, self.rollout
         gpu, N, H = p.gpu, self.N, spec.hidden
-        plan = gpu.plan("rollout_step" + (" t=0" if snapshot else ""))
+        r0 = self.row0
+        plan = gpu.plan("rollout_step" + (" t=0" if snapshot else "") + (f" rows {r0}+{N}" if N != ro.N else ""))
         mask = self.mask_step.range() if self.masks else None
         rollout_store(plan, ro, self.obs_step.range(), self.rewards_step.range(), self.terminals_step.range(),
-                      self.globals.range(), mask_step=mask)
+                      self.globals.range(), mask_step=mask, row0=r0, rows=N)
         ops.matmul_forward(plan, self.obs_step.range(), p.w("encoder"), self.x[0].range(), N, H, spec.obs_size)
         for l in range(spec.layers):
             ops.matmul_forward(plan, self.x[l].range(), p.w(f"mingru.{l}"), self.c.range(), N, 3 * H, H)
-            mingru_step(plan, self.c.range(), self.x[l].range(), ro.state_of(ro.state, l), self.terminals_step.range(),
-                        self.x[l + 1].range(), N, H,
-                        snapshot=ro.state_of(ro.initial_state, l) if snapshot else None)
+            mingru_step(plan, self.c.range(), self.x[l].range(), ro.state_of(ro.state, l, r0, N),
+                        self.terminals_step.range(), self.x[l + 1].range(), N, H,
+                        snapshot=ro.state_of(ro.initial_state, l, r0, N) if snapshot else None)
         ops.matmul_forward(plan, self.x[spec.layers].range(), p.w("decoder"), self.out.range(), N, spec.out, H,
                            ldy=self.ldo)
         sample_actions(plan, self.out.range(), self.ldo, p.act_sizes.range(), self.globals.range(),
-                       self.actions_step.range(), ro.actions.range(), ro.logprobs.range(), ro.values.range(),
-                       N, ro.T, spec, logstd=p.w("logstd") if spec.Kc else None, mask=mask)
+                       self.actions_step.range(), ro.rows(ro.actions, r0, N, spec.K), ro.rows(ro.logprobs, r0, N),
+                       ro.rows(ro.values, r0, N), N, ro.T, spec, logstd=p.w("logstd") if spec.Kc else None,
+                       mask=mask)
         return plan.finalize()
 
     def _check(self, name: str, a, shape: tuple) -> np.ndarray:
@@ -464,24 +473,26 @@ class RolloutStep:
 
 
 def rollout_store(plan: Plan, ro: Rollout, obs_step: Range, rewards_step: Range, terminals_step: Range,
-                  globals_: Range, mask_step: Range | None = None):
-    """Copy one step's env data into the rollout at t = globals[0], in agent chunks that fit a binding.
+                  globals_: Range, mask_step: Range | None = None, row0: int = 0, rows: int | None = None):
+    """Copy one step's env data (rows agents) into rollout rows [row0, row0 + rows) at t = globals[0],
+    in agent chunks that fit a binding.
 
-    mask_step [N, mask_words] u32 is copied too when given (otherwise the rollout mask stays as is)."""
+    mask_step [rows, mask_words] u32 is copied too when given (otherwise the rollout mask stays as is)."""
     gpu, D, T, ldo, W = plan.gpu, ro.spec.obs_size, ro.T, ro.ldo, ro.spec.mask_words
+    rows = ro.N - row0 if rows is None else rows
     k = gpu.kernel("rollout.wgsl", "rollout_store", WG=64)
     per_agent = 4 * T * ldo
     chunk = max(1, (gpu.limits["max-storage-buffer-binding-size"] - 256) // per_agent)
     if mask_step is not None:
-        ops.need("rollout_store", "mask_step", mask_step, ro.N * W)
-    for a0 in range(0, ro.N, chunk):
-        n = min(chunk, ro.N - a0)
+        ops.need("rollout_store", "mask_step", mask_step, rows * W)
+    for a0 in range(0, rows, chunk):
+        n = min(chunk, rows - a0)
         plan.add(k, (-(-max(ldo, W) // 64), n), dict(N=n, D=D, T=T, ldo=ldo, agent0=a0, W=W,
                                                      masked=int(mask_step is not None)),
                  obs_step=obs_step, rewards_step=rewards_step, terminals_step=terminals_step, globals=globals_,
-                 mask_step=mask_step, obs=ro.rows(ro.obs, a0, n, ldo), rewards=ro.rows(ro.rewards, a0, n),
-                 terminals=ro.rows(ro.terminals, a0, n),
-                 mask=ro.rows(ro.mask, a0, n, W) if mask_step is not None else None)
+                 mask_step=mask_step, obs=ro.rows(ro.obs, row0 + a0, n, ldo),
+                 rewards=ro.rows(ro.rewards, row0 + a0, n), terminals=ro.rows(ro.terminals, row0 + a0, n),
+                 mask=ro.rows(ro.mask, row0 + a0, n, W) if mask_step is not None else None)
     return plan
 
 
