@@ -131,7 +131,8 @@ class Muon:
         self.partials = gpu.buffer(4 * max(self.chunks[0], len(table) * self.chunks[1]), "muon.partials")
         # Gram scratch: G and B = bG + cG² per matrix, side min(rows, cols), consecutive per tensor
         sides = [min(t.rows, t.cols) for t in spec.tensors]
-        self.gram_off = [int(v) for v in np.concatenate([[0], np.cumsum([s * s for s in sides])])]
+        # (each padded to 64 floats, so every Gram matrix starts 256-byte aligned: vec4 loads apply)
+        self.gram_off = [int(v) for v in np.concatenate([[0], np.cumsum([-(-s * s // 64) * 64 for s in sides])])]
         self.gram = [gpu.buffer(4 * self.gram_off[-1], "muon.gram_g"), gpu.buffer(4 * self.gram_off[-1], "muon.gram_b")]
 
     def set_lr(self, lr: float):
