@@ -8,24 +8,13 @@ import numpy as np
 import pytest
 
 from golden_check import assert_close, case, golden
+from golden_runs import SPLITS, matmul_products
 from trainer import ops
 from trainer.gpu import GPUError
 
 CASES = sorted({k.split("/")[0] for k in golden("matmul")})
 SPLITK_CASES = [("matmul_splitk", n) for n in sorted({k.split("/")[0] for k in golden("matmul_splitk")})] + [
     ("matmul", n) for n in ("encoder", "mingru", "decoder")]  # the policy's real widths, split too
-SPLITS = (2, 3, 16)
-
-
-def _pad(a: np.ndarray, ld: int) -> np.ndarray:
-    """Rows of `a` placed at stride `ld` (zero padding), the layout the vec4 kernels need."""
-    out = np.zeros((a.shape[0], ld), np.float32)
-    out[:, :a.shape[1]] = a
-    return out
-
-
-def _ceil4(n):
-    return -(-n // 4) * 4
 
 
 def needs_variant(gpu, variant):
@@ -33,50 +22,20 @@ def needs_variant(gpu, variant):
         pytest.skip(f"{variant} needs the 'subgroup' feature (absent or disabled by PUFFGPU_DISABLE_FEATURES)")
 
 
-def run_products(gpu, c, variant, splits=(1,)):
-    """All three products of golden case `c` with `variant`, once per entry of `splits`, in one plan.
-    Returns [(label, got buffer, want, (M, K, N))]."""
-    x, w, dout = c["x"], c["w"], c["dout"]
-    M, K = x.shape
-    N = w.shape[0]
-    vec = variant.endswith("_vec4")
-    # vec4 needs rows holding whole vec4s: pad the operands' row strides (as puffgpu pads obs rows)
-    ldk = _ceil4(K) if vec else K
-    ldn = _ceil4(N) if vec else N
-    # matmul_forward_sg8_vec4 needs K % 4 == 0 (the encoder's D = 413 runs sg8); tile*_vec4 masks the tail
-    forward = not (variant == "sg8_vec4" and K % 4)
-    xb, wb, db = gpu.array(_pad(x, ldk), "x"), gpu.array(_pad(w, ldk), "w"), gpu.array(_pad(dout, ldn), "dout")
-    plan = gpu.plan(f"matmul {variant}")
-    out = []
-    for s in splits:
-        kw = dict(variant=variant, splits=s)
-        tag = f"[{ops.format_choice(variant, s)}]"
-        if forward:
-            yb = gpu.buffer(4 * M * N, "y")
-            ops.matmul_forward(plan, xb.range(), wb.range(), yb.range(), M, N, K, ldx=ldk, ldw=ldk, **kw)
-            out.append((f"matmul_forward{tag}", yb, c["y"]))
-        dxb, dwb = gpu.buffer(4 * M * K, "dx"), gpu.buffer(4 * N * K, "dw")
-        ops.matmul_backward_input(plan, db.range(), wb.range(), dxb.range(), M, K, N, lddy=ldn, ldw=ldk, **kw)
-        ops.matmul_backward_weight(plan, db.range(), xb.range(), dwb.range(), N, K, M, lddy=ldn, ldx=ldk, **kw)
-        out += [(f"matmul_backward_input{tag}", dxb, c["dx"]), (f"matmul_backward_weight{tag}", dwb, c["dw"])]
-    gpu.run(plan)
-    return [(label, gpu.read(b), want, (M, K, N)) for label, b, want in out]
-
-
 @pytest.mark.parametrize("variant", ops.MATMUL_VARIANTS)
 @pytest.mark.parametrize("name", CASES)
 def test_matmul_golden(gpu, name, variant):
     needs_variant(gpu, variant)
-    for label, got, want, (M, K, N) in run_products(gpu, case("matmul", name), variant):
-        assert_close(f"{label} {name} M={M} K={K} N={N}", got, want, "matmul")
+    for label, got, want, tol in matmul_products(gpu, case("matmul", name), variant):
+        assert_close(f"{label} {name}", got, want, tol)
 
 
 @pytest.mark.parametrize("variant", ops.SPLITK_VARIANTS)
 @pytest.mark.parametrize("family,name", SPLITK_CASES)
 def test_matmul_splitk_golden(gpu, family, name, variant):
     """Split 2, 3 and 16 ways along each product's reduced length (K for y, N for dx, M for dW)."""
-    for label, got, want, (M, K, N) in run_products(gpu, case(family, name), variant, SPLITS):
-        assert_close(f"{label} {name} M={M} K={K} N={N}", got, want, "matmul")
+    for label, got, want, tol in matmul_products(gpu, case(family, name), variant, SPLITS):
+        assert_close(f"{label} {name}", got, want, tol)
 
 
 def test_splitk_cases_hit_chunk_edges():
@@ -128,7 +87,7 @@ def test_matmul_offsets_accumulate_batch(gpu, choice, shape):
 def test_splitk_is_bit_identical_run_to_run(gpu):
     """A fixed split gives the same bits every run; another split adds in another order (close, not equal)."""
     c = case("matmul_splitk", "gram_mingru")
-    runs = [[got for _, got, _, _ in run_products(gpu, c, "tile4x4_vec4", (5, 1))] for _ in range(2)]
+    runs = [[got for _, got, _, _ in matmul_products(gpu, c, "tile4x4_vec4", (5, 1))] for _ in range(2)]
     for a, b in zip(runs[0], runs[1]):
         assert np.array_equal(a, b)
     assert not all(np.array_equal(runs[0][i], runs[0][i + 3]) for i in range(3))

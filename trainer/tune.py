@@ -336,7 +336,7 @@ class Tuner:
             work = e.get("work") or 0
             cands = {c: (t, 2.0 * work / t / 1e9 if t > 0 else 0.0) for c, t in (e.get("seconds") or {}).items()}
             rows.append({"key": key, "family": e.get("family"), "source": self.sources.get(key), "choice": e["choice"],
-                         "candidates": cands, "pruned": e.get("pruned", [])})
+                         "candidates": cands, "pruned": list(e.get("pruned", [])) + list(e.get("estimated", []))})
         return rows
 
 
@@ -425,11 +425,11 @@ def format_dispatch_rows(rows: list[dict], only_heavy: bool = False) -> list[str
     return out
 
 
-def default_plans(gpu, gpu_rule: bool, agents: int = 1024, horizon: int = 64, minibatch: int = 8192,
-                  spec=None):
-    """The rollout-step plan and one minibatch plan of the default platformer config (1024 agents,
-    T=64, minibatch 8192, H=128, L=4, obs 413, heads [3,3]), built with the tuner's choice or the GPU
-    rule. Returns [(label, plan)]; the plans are only built here, not run."""
+def default_setup(gpu, gpu_rule: bool = False, agents: int = 1024, horizon: int = 64, minibatch: int = 8192,
+                  spec=None) -> dict:
+    """Policy, rollout, rollout step and a one-minibatch learner of the default platformer config
+    (1024 agents, T=64, minibatch 8192, H=128, L=4, obs 413, heads [3,3]), their plans built with the
+    tuner's choice or (gpu_rule) the static GPU rule."""
     from .learner import Learner
     from .policy import Policy, PolicySpec, Rollout, RolloutStep
     spec = spec or PolicySpec(obs_size=413, hidden=128, layers=4, act_sizes=(3, 3))
@@ -438,9 +438,14 @@ def default_plans(gpu, gpu_rule: bool, agents: int = 1024, horizon: int = 64, mi
         policy = Policy(gpu, spec, seed=73)
         ro = Rollout(gpu, spec, agents, horizon)
         step = RolloutStep(policy, ro, seed=73)
-        R = minibatch // horizon
-        learner = Learner(policy, ro, minibatch, replay_ratio=R * horizon / (agents * horizon))
-    return [("rollout_step", step.plans[1]), ("minibatch", learner.plans[0])]
+        learner = Learner(policy, ro, minibatch, replay_ratio=minibatch / (agents * horizon))  # one minibatch
+    return {"spec": spec, "policy": policy, "rollout": ro, "step": step, "learner": learner}
+
+
+def default_plans(gpu, gpu_rule: bool, **kw) -> list[tuple[str, Plan]]:
+    """[(label, plan)] of the default config's rollout step (t > 0) and minibatch: built, not run."""
+    s = default_setup(gpu, gpu_rule, **kw)
+    return [("rollout_step", s["step"].plans[1]), ("minibatch", s["learner"].plans[0])]
 
 
 def main(argv=None) -> int:
