@@ -29,7 +29,7 @@
 //            Grid (ceil(N/32), ceil(M/(32·BR)), batch·splits).
 //   *_wgmem  workgroup-memory tiles ("wgmem"): 16×16 = 256 invocations share 64×16 tiles of A and B
 //            staged in workgroup memory, 16 values of k per stage; each invocation computes a 4×4 block,
-//            a workgroup 64×64 outputs. Scalar global loads (any offset/stride).
+//            a workgroup 64×64 outputs. Scalar global loads (any offset/stride), vec4 reads of the tiles.
 //            Grid (ceil(N/64), ceil(M/64), batch·splits).
 //   matmul_splitk_reduce  one invocation per output: Σ_s part[s] in order, then the epilogue.
 //            Grid (x, y, batch) with x·y·64 ≥ M·N (x ≤ 32768).
@@ -294,12 +294,13 @@ fn matmul_backward_weight_tile(@builtin(workgroup_id) wg: vec3<u32>, @builtin(lo
 }
 
 // ---------------------------------------------------------------- workgroup-memory kernels (*_wgmem)
-// Stage s: the workgroup's 64 rows of A and 64 columns of B at k in [k, k+16) go to workgroup memory,
-// sa[kk·64 + row], sb[kk·64 + col] (4 floats per invocation each, read so that neighbouring invocations
-// read neighbouring addresses); then every invocation adds 16 rank-1 updates to its 4×4 block.
+// Stage by stage, 16 values of k each: invocation t loads 4 values of A (rows 4g..4g+3 of the workgroup's
+// 64, at k + kk) and 4 of B into workgroup memory as one vec4 each, sa[kk·16 + g] and sb[kk·16 + g],
+// with (kk, g) chosen so that neighbouring invocations read neighbouring addresses; then every
+// invocation adds 16 rank-1 updates to its 4×4 block, one vec4 of each tile per update.
 
-var<workgroup> sa: array<f32, 1024>;
-var<workgroup> sb: array<f32, 1024>;
+var<workgroup> sa: array<vec4<f32>, 256>;
+var<workgroup> sb: array<vec4<f32>, 256>;
 
 const FORWARD: u32 = 0u;
 const BACKWARD_INPUT: u32 = 1u;
@@ -318,29 +319,32 @@ fn b_at(form: u32, base: u32, n: u32, k: u32, k1: u32) -> f32 {
     if (form == FORWARD) { v = b[base + nn * p.ldb + kk]; } else { v = b[base + kk * p.ldb + nn]; }
     return select(0.0, v, k < k1);
 }
+fn a4_at(form: u32, base: u32, m: u32, k: u32, k1: u32) -> vec4<f32> {
+    return vec4(a_at(form, base, m, k, k1), a_at(form, base, m + 1u, k, k1), a_at(form, base, m + 2u, k, k1),
+                a_at(form, base, m + 3u, k, k1));
+}
+fn b4_at(form: u32, base: u32, n: u32, k: u32, k1: u32) -> vec4<f32> {
+    return vec4(b_at(form, base, n, k, k1), b_at(form, base, n + 1u, k, k1), b_at(form, base, n + 2u, k, k1),
+                b_at(form, base, n + 3u, k, k1));
+}
 
 fn wgmem(form: u32, wg: vec3<u32>, li: vec3<u32>) {
     let j = job(wg.z);
     let t = li.y * 16u + li.x;
+    let along_k = vec2(t % 16u, t / 16u);    // (kk, g): operands whose rows run along k
+    let across_k = vec2(t / 16u, t % 16u);   // operands whose rows run along m or n
+    let ea = select(along_k, across_k, form == BACKWARD_WEIGHT);
+    let eb = select(across_k, along_k, form == FORWARD);
     let mw = wg.y * 64u; let nw = wg.x * 64u;
     let ab = p.a_off + j.bt * p.a_bs; let bb = p.b_off + j.bt * p.b_bs;
     var acc = mat4x4<f32>();
     for (var k = j.k0; k < j.k1; k += 16u) {
-        for (var q = 0u; q < 4u; q++) {
-            let e = t + 256u * q;
-            // runs along k (forward/backward_input A, forward B): neighbours take neighbouring k
-            let e_k = vec2(e % 16u, e / 16u);   // (kk, row)
-            let e_r = vec2(e / 64u, e % 64u);   // runs across k: neighbours take neighbouring rows
-            let ea = select(e_k, e_r, form == BACKWARD_WEIGHT);
-            let eb = select(e_r, e_k, form == FORWARD);
-            sa[ea.x * 64u + ea.y] = a_at(form, ab, mw + ea.y, k + ea.x, j.k1);
-            sb[eb.x * 64u + eb.y] = b_at(form, bb, nw + eb.y, k + eb.x, j.k1);
-        }
+        sa[ea.x * 16u + ea.y] = a4_at(form, ab, mw + 4u * ea.y, k + ea.x, j.k1);
+        sb[eb.x * 16u + eb.y] = b4_at(form, bb, nw + 4u * eb.y, k + eb.x, j.k1);
         workgroupBarrier();
         for (var kk = 0u; kk < 16u; kk++) {
-            let i = kk * 64u;
-            let x = vec4(sa[i + 4u * li.y], sa[i + 4u * li.y + 1u], sa[i + 4u * li.y + 2u], sa[i + 4u * li.y + 3u]);
-            let w = vec4(sb[i + 4u * li.x], sb[i + 4u * li.x + 1u], sb[i + 4u * li.x + 2u], sb[i + 4u * li.x + 3u]);
+            let x = sa[kk * 16u + li.y];
+            let w = sb[kk * 16u + li.x];
             acc += mat4x4(x * w.x, x * w.y, x * w.z, x * w.w);
         }
         workgroupBarrier();

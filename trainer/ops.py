@@ -232,7 +232,7 @@ def _matmul(plan: Plan, entry: str, a: Range, b: Range, y: Range, M: int, N: int
         raise GPUError(f"{label}: split-K (splits={splits}) needs one of {', '.join(SPLITK_VARIANTS)}, not {variant!r}")
     kc, S = split_k(K, splits)
     serial = matmul_serial(variant, entry, K, kc)
-    loops = serial if variant != "wgmem" else serial // 16 * 20  # wgmem: 16 products + 4 loads per stage
+    loops = serial if variant != "wgmem" else serial // 16 * 17  # wgmem: a stage loads, then 16 updates
     if loops > MATMUL_MAX_LOOP:
         raise GPUError(f"{label}: K={K} needs {serial} loop iterations per invocation with {variant}, more than lavapipe "
                        f"runs ({MATMUL_MAX_LOOP}); split K (splits > 1) or into several accumulating products")
