@@ -4,11 +4,13 @@
  * envs/vecenv_driver.c includes this file for plain-C and sanitizer runs).
  *
  * Layout: envs are created by puf_init on zeroed Env structs until the sum of their num_agents
- * reaches total_agents (N = that sum, so N >= total_agents; exactly total_agents when every env
- * has one agent). Agent rows follow env order, then agent order. The host owns four flat arrays
+ * reaches total_agents (N = that sum, so N >= total_agents). Agent rows follow env order, then
+ * agent order. The host owns the flat arrays
  *     observations [N][OBS_SIZE] obs_t, actions [N][NUM_ATNS] f32, rewards [N] f32,
  *     terminals [N] f32, action_mask [N][sum ACT_SIZES] u8
- * and vec_bind aims every Agent at its rows. Nothing is allocated after vec_create.
+ * and vec_bind aims every Agent at its rows. PufferLib's num_buffers groups are contiguous env
+ * ranges [lo, hi): vec_step_range steps one, and two ranges may be stepped at once from two host
+ * threads (they share no memory). Nothing is allocated per step.
  */
 #include ENV_HEADER
 
@@ -19,7 +21,11 @@
 
 static const int vec_act_sizes_table[NUM_ATNS] = ACT_SIZES;
 
-#define VEC_MAX_AGENTS_PER_ENV ((int)(sizeof(((Env*)0)->agents) / sizeof(Agent)))
+/* Env.agents is either an array (its size bounds num_agents) or a pointer the env sets. */
+#define VEC_AGENTS_IS_POINTER \
+    __builtin_types_compatible_p(__typeof__(((Env*)0)->agents), Agent*)
+#define VEC_MAX_AGENTS_PER_ENV \
+    (VEC_AGENTS_IS_POINTER ? (1 << 30) : (int)(sizeof(((Env*)0)->agents) / sizeof(Agent)))
 #define VEC_LOG_FIELDS ((int)(sizeof(Log) / sizeof(float)))
 
 typedef struct VecEnv {
@@ -27,6 +33,8 @@ typedef struct VecEnv {
     int num_envs;
     int num_agents;   /* N = sum of envs[i].num_agents */
     int num_threads;
+    int clear_outputs; /* zero rewards/terminals before puf_step, as PufferLib's trainer does */
+    Dict log_out;     /* what puf_log names (C-owned: dict_set may grow it) */
 } VecEnv;
 
 /* ---- Compile-time facts about the env, for the Python side ---- */
@@ -45,6 +53,26 @@ const char* vec_obs_type(void) {
 }
 int vec_log_fields(void) { return VEC_LOG_FIELDS; }
 
+/* ---- Config dicts, built by the host (C-allocated, as dict_set may realloc them) ---- */
+Dict* vec_dict_new(const char* name) {
+    Dict* d = (Dict*)calloc(1, sizeof(Dict));
+    if (d != NULL) d->name = dict_strdup(name);
+    return d;
+}
+/* key = value with its text (str may be NULL for a plain number). */
+void vec_dict_put(Dict* d, const char* key, double value, const char* str) {
+    DictItem* item = str != NULL ? dict_set_str(d, key, str) : dict_set(d, key, value);
+    item->value = value;
+}
+void vec_dict_free(Dict* d) {
+    if (d == NULL) return;
+    dict_clear(d);
+    free(d);
+}
+int vec_dict_size(Dict* d) { return d->size; }
+const char* vec_dict_key(Dict* d, int i) { return d->items[i].key; }
+double vec_dict_value(Dict* d, int i) { return d->items[i].value; }
+
 /* env.rng: PufferLib presets it to the env index; puffgpu mixes in a user seed (murmur3's
  * finalizer) so that runs with different seeds differ while seed 0 stays reproducible. */
 static unsigned int vec_seed_mix(unsigned int seed, unsigned int index) {
@@ -53,6 +81,19 @@ static unsigned int vec_seed_mix(unsigned int seed, unsigned int index) {
     h ^= h >> 13; h *= 0xC2B2AE35u;
     h ^= h >> 16;
     return h;
+}
+
+/* puf_init with a missing config key caught (1 = ok). Nothing is live across the jump. */
+static int vec_init_env(Env* env, Dict* kwargs) {
+    jmp_buf jump;
+    if (setjmp(jump) != 0) {
+        puf_dict_missing_jump = NULL;
+        return 0;
+    }
+    puf_dict_missing_jump = &jump;
+    puf_init(env, kwargs);
+    puf_dict_missing_jump = NULL;
+    return 1;
 }
 
 /* Returns NULL and writes a message into err on failure. */
@@ -74,24 +115,30 @@ VecEnv* vec_create(int total_agents, Dict* kwargs, unsigned int seed, int num_th
     }
     vec->envs = envs;
     vec->num_threads = num_threads < 1 ? 1 : num_threads;
+    vec->clear_outputs = 1;
+    vec->log_out.name = dict_strdup("log");
     int agents = 0, n = 0;
     while (agents < total_agents) {
         Env* env = &envs[n];
         env->rng = vec_seed_mix(seed, (unsigned int)n);
-        kwargs->missing = NULL;
-        puf_init(env, kwargs);
-        n++;
-        vec->num_envs = n; /* so vec_close closes this env on failure too */
-        if (kwargs->missing != NULL) {
+        if (!vec_init_env(env, kwargs)) {
             snprintf(err, err_len,
                      "the env reads [env] key '%s' with dict_get, but the config has no such key; "
                      "add it to the [env] section of the env's .ini",
-                     kwargs->missing);
+                     puf_dict_missing_key);
+            goto fail;  /* this env stopped halfway through puf_init: do not close it */
+        }
+        n++;
+        vec->num_envs = n; /* so the failure path closes this env too */
+        int max = VEC_MAX_AGENTS_PER_ENV;
+        if (env->num_agents < 1 || env->num_agents > max) {
+            snprintf(err, err_len, "puf_init set num_agents = %d; it must be in [1, %d] (the size "
+                     "of Env.agents)", env->num_agents, max);
             goto fail;
         }
-        if (env->num_agents < 1 || env->num_agents > VEC_MAX_AGENTS_PER_ENV) {
-            snprintf(err, err_len, "puf_init set num_agents = %d; it must be in [1, %d] (the size "
-                     "of Env.agents)", env->num_agents, VEC_MAX_AGENTS_PER_ENV);
+        if (VEC_AGENTS_IS_POINTER && *(Agent**)&env->agents == NULL) {
+            snprintf(err, err_len, "Env.agents is a pointer and puf_init left it NULL; point it "
+                     "at num_agents Agent structs");
             goto fail;
         }
         agents += env->num_agents;
@@ -100,6 +147,7 @@ VecEnv* vec_create(int total_agents, Dict* kwargs, unsigned int seed, int num_th
     return vec;
 fail:
     for (int i = 0; i < vec->num_envs; i++) puf_close(&vec->envs[i]);
+    dict_clear(&vec->log_out);
     free(vec->envs);
     free(vec);
     return NULL;
@@ -107,9 +155,16 @@ fail:
 
 int vec_num_envs(VecEnv* vec) { return vec->num_envs; }
 int vec_num_agents(VecEnv* vec) { return vec->num_agents; }
+/* Agents of each env: out[num_envs]. */
+void vec_env_agents(VecEnv* vec, int* out) {
+    for (int e = 0; e < vec->num_envs; e++) out[e] = vec->envs[e].num_agents;
+}
 void vec_set_threads(VecEnv* vec, int num_threads) {
     vec->num_threads = num_threads < 1 ? 1 : num_threads;
 }
+/* 0: leave rewards/terminals to the env, as PufferLib's CPU evaluator does (tests use it to
+ * check that an env clears its own). */
+void vec_set_clear_outputs(VecEnv* vec, int on) { vec->clear_outputs = on != 0; }
 
 void vec_bind(VecEnv* vec, void* observations, float* actions, float* rewards, float* terminals,
               unsigned char* action_mask) {
@@ -130,7 +185,7 @@ void vec_bind(VecEnv* vec, void* observations, float* actions, float* rewards, f
     }
 }
 
-static inline void vec_clear_outputs(Env* env) {
+static inline void vec_clear_env_outputs(Env* env) {
     for (int a = 0; a < env->num_agents; a++) {
         env->agents[a].rewards[0] = 0.0f;
         env->agents[a].terminals[0] = 0.0f;
@@ -142,29 +197,31 @@ void vec_reset(VecEnv* vec) {
     int n = vec->num_envs;
     #pragma omp parallel for schedule(static) num_threads(vec->num_threads)
     for (int e = 0; e < n; e++) {
-        vec_clear_outputs(&envs[e]);
+        vec_clear_env_outputs(&envs[e]);
         puf_reset(&envs[e]);
     }
 }
 
-/* Steps envs [lo, hi): a contiguous group, e.g. one of PufferLib's num_buffers halves. */
-void vec_step_range(VecEnv* vec, int lo, int hi) {
+/* Steps envs [lo, hi) with `threads` OpenMP threads (< 1: the vecenv's count). */
+void vec_step_range(VecEnv* vec, int lo, int hi, int threads) {
     Env* envs = vec->envs;
+    int clear = vec->clear_outputs;
     if (lo < 0) lo = 0;
     if (hi > vec->num_envs) hi = vec->num_envs;
-    #pragma omp parallel for schedule(static) num_threads(vec->num_threads)
+    if (threads < 1) threads = vec->num_threads;
+    #pragma omp parallel for schedule(static) num_threads(threads)
     for (int e = lo; e < hi; e++) {
-        vec_clear_outputs(&envs[e]);
+        if (clear) vec_clear_env_outputs(&envs[e]);
         puf_step(&envs[e]);
     }
 }
 
-void vec_step(VecEnv* vec) { vec_step_range(vec, 0, vec->num_envs); }
+void vec_step(VecEnv* vec) { vec_step_range(vec, 0, vec->num_envs, vec->num_threads); }
 
 /* PufferLib's vec_log over envs [lo, hi): sum every Log field over envs with n != 0, clear those
- * logs, divide all fields by the total n, and let puf_log name them into `out`. Returns the total
- * n (0: nothing finished since the last call, and `out` is left empty). */
-float vec_log_range(VecEnv* vec, int lo, int hi, Dict* out) {
+ * logs, divide all fields by the total n, and let puf_log name them into vec_log_dict(vec).
+ * Returns the total n (0: nothing finished since the last call, and the dict is left empty). */
+float vec_log_range(VecEnv* vec, int lo, int hi) {
     Log sum;
     memset(&sum, 0, sizeof(Log));
     float* s = (float*)&sum;
@@ -178,14 +235,16 @@ float vec_log_range(VecEnv* vec, int lo, int hi, Dict* out) {
         memset(log, 0, sizeof(Log));
     }
     float total = sum.n;
-    out->size = 0;
+    for (int i = 0; i < vec->log_out.size; i++) dict_item_clear(&vec->log_out.items[i]);
+    vec->log_out.size = 0;
     if (total == 0.0f) return 0.0f;
     for (int i = 0; i < VEC_LOG_FIELDS; i++) s[i] /= total;
-    puf_log(&sum, out);
+    puf_log(&sum, &vec->log_out);
     return total;
 }
 
-float vec_log(VecEnv* vec, Dict* out) { return vec_log_range(vec, 0, vec->num_envs, out); }
+float vec_log(VecEnv* vec) { return vec_log_range(vec, 0, vec->num_envs); }
+Dict* vec_log_dict(VecEnv* vec) { return &vec->log_out; }
 
 /* Episodes finished by each env since its log was last cleared: out[num_envs]. Lets an evaluator
  * take exactly the first episode of every env (fair: short episodes are not over-counted). */
@@ -199,13 +258,28 @@ const unsigned char* vec_render(VecEnv* vec, int index, int* width, int* height)
     *width = 0;
     *height = 0;
     if (index < 0 || index >= vec->num_envs) return NULL;
-    puf_canvas.width = 0;
-    puf_canvas.height = 0;
+    puf_canvas.dirty = 0;
     puf_render(&vec->envs[index]);
-    if (puf_canvas.pixels == NULL || puf_canvas.width <= 0) return NULL;
+    if (puf_canvas.pixels == NULL || puf_canvas.width <= 0 || !puf_canvas.dirty) return NULL;
     *width = puf_canvas.width;
     *height = puf_canvas.height;
     return puf_canvas.pixels;
+}
+
+/* Keyboard and mouse state for raylib's IsKeyDown/IsKeyPressed/GetMousePosition (GLFW key
+ * codes, which are raylib's). A press stays visible to IsKeyPressed until the next frame. */
+void vec_set_key(int key, int down) {
+    if (key < 0 || key >= 512) return;
+    if (down && !(puf_canvas.keys[key] & 1)) puf_canvas.keys[key] |= 2;
+    puf_canvas.keys[key] = (unsigned char)((puf_canvas.keys[key] & 2) | (down ? 1 : 0));
+}
+void vec_set_mouse(float x, float y, int buttons) {
+    puf_canvas.mouse_pos = (Vector2){x, y};
+    for (int b = 0; b < 8; b++) {
+        int down = (buttons >> b) & 1;
+        if (down && !(puf_canvas.mouse[b] & 1)) puf_canvas.mouse[b] |= 2;
+        puf_canvas.mouse[b] = (unsigned char)((puf_canvas.mouse[b] & 2) | down);
+    }
 }
 
 /* An env may ship a rule-based policy on its observation (for demos and tests) by defining
@@ -234,6 +308,7 @@ void vec_scripted(VecEnv* vec) {
 void vec_close(VecEnv* vec) {
     if (vec == NULL) return;
     for (int e = 0; e < vec->num_envs; e++) puf_close(&vec->envs[e]);
+    dict_clear(&vec->log_out);
     free(vec->envs);
     free(vec);
 }

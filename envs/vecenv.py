@@ -27,7 +27,6 @@ from .build import ENVS_DIR, load_module
 # PufferLib 5.0's default.ini [env] section: present in every env's config, so a trainer can pass
 # the merged [env] section and headers may read these keys with dict_get.
 DEFAULT_ENV_KEYS = {"dr": 0, "num_agents": 1, "num_bots": 0}
-_LOG_CAPACITY = 256
 
 
 def list_envs():
@@ -107,7 +106,7 @@ class VecEnv:
     """See the module docstring. Create with envs.make()."""
 
     def __init__(self, name_or_path, total_agents, config=None, num_threads=None, seed=0,
-                 check_actions=True):
+                 check_actions=True, num_buffers=1):
         header = env_header_path(name_or_path)
         self.name = header.stem
         self.header = header
@@ -130,17 +129,11 @@ class VecEnv:
                             f"char, ...); this host cannot map it to a numpy dtype")
         self.obs_dtype = np.dtype(obs_type)
 
-        # The C Dict points at these key strings: keep them alive as long as the envs.
-        self._keys = [ffi.new("char[]", k.encode()) for k in self.config]
-        self._items = ffi.new("DictItem[]", max(1, len(self.config)))
-        for i, (k, v) in enumerate(self.config.items()):
-            self._items[i].key = self._keys[i]
-            self._items[i].value = float(v)
-        self._kwargs = ffi.new("Dict*", {"items": self._items, "size": len(self.config),
-                                         "capacity": len(self.config)})
-        self._log_items = ffi.new("DictItem[]", _LOG_CAPACITY)
-        self._log_dict = ffi.new("Dict*", {"items": self._log_items, "size": 0,
-                                           "capacity": _LOG_CAPACITY})
+        # [env] config -> a C-owned Dict (PufferLib's envs read it with dict_get/dict_get_str)
+        self._kwargs = ffi.gc(lib.vec_dict_new(b"env"), lib.vec_dict_free)
+        for k, v in self.config.items():
+            number = float(v) if isinstance(v, (int, float)) else 0.0
+            lib.vec_dict_put(self._kwargs, k.encode(), number, str(v).encode())
 
         if num_threads is None:
             num_threads = _usable_cpus()
@@ -156,6 +149,11 @@ class VecEnv:
         # each other; more than envs leaves threads idle.
         self.num_threads = max(1, min(int(num_threads), _usable_cpus(), self.num_envs))
         lib.vec_set_threads(self._vec, self.num_threads)
+        try:
+            self.buffers = self._split_buffers(num_buffers)
+        except ValueError:
+            self.close()
+            raise
 
         self._observations = np.zeros((n, self.obs_size), dtype=self.obs_dtype)
         self._actions = np.zeros((n, len(self.act_sizes)), dtype=np.float32)
@@ -170,8 +168,73 @@ class VecEnv:
                      ffi.cast("float*", ffi.from_buffer(self._terminals)),
                      ffi.cast("unsigned char*", ffi.from_buffer(self._action_mask)))
 
+    def _split_buffers(self, num_buffers):
+        """PufferLib's num_buffers groups: contiguous runs of whole envs with equal agent counts.
+        Returns [(env_lo, env_hi, row_lo, row_hi)] per buffer."""
+        if not isinstance(num_buffers, (int, np.integer)) or num_buffers < 1:
+            raise ValueError(f"num_buffers must be a positive int, got {num_buffers!r}")
+        per_env = self._ffi.new("int[]", self.num_envs)
+        self._lib.vec_env_agents(self._vec, per_env)
+        rows = np.concatenate([[0], np.cumsum(list(per_env))])
+        N = self.num_agents
+        if N % num_buffers:
+            raise ValueError(f"num_buffers = {num_buffers} must divide the {N} agents "
+                             f"({self.num_envs} {self.name} envs); choose total_agents a multiple "
+                             f"of {num_buffers}")
+        out, e = [], 0
+        for b in range(num_buffers):
+            lo = e
+            end = (b + 1) * N // num_buffers
+            while rows[e] < end:
+                e += 1
+            if rows[e] != end:
+                raise ValueError(f"num_buffers = {num_buffers}: buffer {b} would split an env "
+                                 f"(envs of {list(per_env)[:4]}... agents); choose total_agents so "
+                                 f"that each buffer holds whole envs")
+            out.append((lo, e, int(rows[lo]), int(rows[e])))
+        return out
+
+    @property
+    def num_buffers(self):
+        return len(self.buffers)
+
+    def buffer_rows(self, b):
+        """Agent rows [lo, hi) of buffer b."""
+        return self.buffers[b][2], self.buffers[b][3]
+
+    def step_buffer(self, b, actions=None, threads=None):
+        """Steps buffer b's envs only (its rows of env.actions, or `actions` [rows, K] copied in
+        first). Releases the GIL while the C envs step, so another thread can run meanwhile;
+        two different buffers may be stepped at once. threads: OpenMP threads for this buffer
+        (default: num_threads / num_buffers, as PufferLib splits them)."""
+        vec = self._live()
+        e0, e1, r0, r1 = self.buffers[b]
+        if actions is not None:
+            actions = np.asarray(actions)
+            if actions.shape != (r1 - r0, self._actions.shape[1]):
+                raise ValueError(f"buffer {b} actions must have shape {(r1 - r0, self._actions.shape[1])}, "
+                                 f"got {actions.shape}")
+            np.copyto(self._actions[r0:r1], actions, casting="unsafe")
+        if self.check_actions:
+            self._validate_actions(r0, r1)
+        if threads is None:
+            threads = max(1, self.num_threads // self.num_buffers)
+        self._lib.vec_step_range(vec, e0, e1, int(threads))
+
+    def set_clear_outputs(self, on):
+        """False: rewards/terminals are left to the env between steps (PufferLib's CPU evaluator
+        does not clear them); True (default): zeroed before every step, as PufferLib's trainer."""
+        self._lib.vec_set_clear_outputs(self._live(), int(bool(on)))
+
+    def set_key(self, key, down):
+        """Forward a key (GLFW/raylib key code) to the env's raylib IsKeyDown/IsKeyPressed."""
+        self._lib.vec_set_key(int(key), int(bool(down)))
+
     @staticmethod
     def _merge_config(name_or_path, overrides):
+        """The env ini's [env] keys updated by `overrides`. Values are numbers (true/false count
+        as 1/0) or, for keys whose ini value is text (a map file, say), strings: an env reads
+        those with dict_get_str. A number key given a non-number is an error."""
         config = env_config(name_or_path)
         for key, value in (overrides or {}).items():
             if key not in config:
@@ -181,13 +244,21 @@ class VecEnv:
                 value = parse_value(value)
             if isinstance(value, (bool, np.bool_)):
                 value = int(value)
-            if not isinstance(value, (int, float, np.integer, np.floating)) or not np.isfinite(value):
+            if isinstance(value, (np.integer, np.floating)):
+                value = value.item()
+            is_number = isinstance(value, (int, float))
+            if isinstance(config[key], str) and not is_number and value is not None:
+                config[key] = str(value)
+                continue
+            if not is_number or not np.isfinite(value):
                 raise ValueError(f"[env] {key} must be a finite number, got {value!r}")
             config[key] = value
         for key, value in config.items():
-            if not isinstance(value, (int, float, bool)):
+            if isinstance(value, bool):
+                config[key] = int(value)
+            elif not isinstance(value, (int, float, str)):
                 raise ValueError(f"[env] {key} = {value!r} in {env_ini_path(name_or_path)}: env "
-                                 f"config values must be numbers")
+                                 f"config values must be numbers or text")
         return config
 
     # numpy views of the C-visible memory; properties so they cannot be rebound by mistake.
@@ -234,8 +305,8 @@ class VecEnv:
             self._validate_actions()
         self._lib.vec_step(vec)
 
-    def _validate_actions(self):
-        a = self._actions
+    def _validate_actions(self, r0=0, r1=None):
+        a = self._actions[r0:r1]
         # NaN fails every comparison, so one pass catches NaN, inf, range and non-integers.
         ok = (a >= 0) & (a < self._act_hi) & (a == np.floor(a))
         if self._continuous.any():
@@ -243,9 +314,10 @@ class VecEnv:
         if ok.all():
             return
         agent, head = (int(i) for i in np.argwhere(~ok)[0])
+        agent += r0
         size = self.act_sizes[head]
         raise ValueError(f"{self.name}: action of agent {agent}, head {head} is "
-                         f"{a[agent, head]!r}; it must be an integer in [0, {size - 1}] "
+                         f"{a[agent - r0, head]!r}; it must be an integer in [0, {size - 1}] "
                          f"(head sizes {self.act_sizes}); {int((~ok).sum())} invalid in total")
 
     def log(self):
@@ -266,15 +338,14 @@ class VecEnv:
         return self._log_range(index, index + 1)
 
     def _log_range(self, lo, hi):
-        total = self._lib.vec_log_range(self._live(), lo, hi, self._log_dict)
+        vec, lib, ffi = self._live(), self._lib, self._ffi
+        total = lib.vec_log_range(vec, lo, hi)
         if total == 0:
             return {}
-        d = self._log_dict
-        if d.size >= d.capacity:
-            raise RuntimeError(f"{self.name}: puf_log wrote more than {_LOG_CAPACITY} fields")
-        out = {self._ffi.string(d.items[i].key).decode(): float(d.items[i].value)
-               for i in range(d.size)}
-        out["n"] = float(total)
+        d = lib.vec_log_dict(vec)
+        out = {ffi.string(lib.vec_dict_key(d, i)).decode(): float(lib.vec_dict_value(d, i))
+               for i in range(lib.vec_dict_size(d))}
+        out["n"] = float(total)  # the episode count (an env's own "n" field is n / n = 1)
         return out
 
     def render(self, index=0):
@@ -287,8 +358,8 @@ class VecEnv:
         h = self._ffi.new("int*")
         ptr = self._lib.vec_render(vec, index, w, h)
         if ptr == self._ffi.NULL:
-            raise NotImplementedError(f"{self.name}: puf_render drew nothing (it must call "
-                                      f"puf_canvas_begin and draw into puf_canvas)")
+            raise NotImplementedError(f"{self.name}: puf_render drew nothing (draw with raylib "
+                                      f"calls: InitWindow, BeginDrawing, DrawRectangle, ...)")
         buf = self._ffi.buffer(ptr, w[0] * h[0] * 3)
         return np.frombuffer(buf, dtype=np.uint8).reshape(h[0], w[0], 3).copy()
 
@@ -322,7 +393,8 @@ class VecEnv:
                 f"act_sizes={self.act_sizes}, num_threads={self.num_threads})")
 
 
-def make(name_or_path, total_agents, config=None, num_threads=None, seed=0, check_actions=True):
+def make(name_or_path, total_agents, config=None, num_threads=None, seed=0, check_actions=True,
+         num_buffers=1):
     """Creates `total_agents` agents of an env: a built-in name (see list_envs()) or the path of
     an env header written to the PufferLib 5.0 contract (compiled on first use, then cached).
 
@@ -333,6 +405,8 @@ def make(name_or_path, total_agents, config=None, num_threads=None, seed=0, chec
     seed: mixed with each env's index into env.rng; same seed + same actions = same episodes.
     check_actions: validate env.actions on every step (cheap, vectorized); the attribute
         env.check_actions can be flipped later for a hot loop.
+    num_buffers: PufferLib's env buffers: the agents split into this many contiguous groups of
+        whole envs, each stepped alone with env.step_buffer(b) (env.step() steps all).
     """
     return VecEnv(name_or_path, total_agents, config=config, num_threads=num_threads, seed=seed,
-                  check_actions=check_actions)
+                  check_actions=check_actions, num_buffers=num_buffers)

@@ -21,8 +21,9 @@ static unsigned int driver_rand(void) {
     return driver_rng;
 }
 
-static void print_log(VecEnv* vec, Dict* out, long step) {
-    float n = vec_log(vec, out);
+static void print_log(VecEnv* vec, long step) {
+    float n = vec_log(vec);
+    Dict* out = vec_log_dict(vec);
     if (n == 0.0f) return;
     printf("step %ld: n=%g", step, n);
     for (int i = 0; i < out->size; i++) printf(" %s=%.4g", out->items[i].key, out->items[i].value);
@@ -33,8 +34,7 @@ int main(int argc, char** argv) {
     int total_agents = 16, threads = 1, garbage = 0;
     long steps = 10000;
     unsigned int seed = 0;
-    DictItem items[64];
-    Dict kwargs = {items, 0, 64, NULL, {0}};
+    Dict* kwargs = vec_dict_new("env");
     for (int i = 1; i < argc; i++) {
         char* eq = strchr(argv[i], '=');
         if (strcmp(argv[i], "--agents") == 0 && i + 1 < argc) total_agents = atoi(argv[++i]);
@@ -42,12 +42,11 @@ int main(int argc, char** argv) {
         else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = atoi(argv[++i]);
         else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) seed = (unsigned)atol(argv[++i]);
         else if (strcmp(argv[i], "--garbage") == 0) garbage = 1;
-        else if (eq != NULL && kwargs.size < kwargs.capacity) {
+        else if (eq != NULL) {
             *eq = '\0';
-            items[kwargs.size].key = argv[i];
-            items[kwargs.size].value = strcmp(eq + 1, "true") == 0 ? 1.0 : atof(eq + 1);
-            items[kwargs.size].ptr = NULL;
-            kwargs.size++;
+            double value = 0.0;
+            if (!puf_ini_number(eq + 1, &value)) value = 0.0;  /* a string value: its text */
+            vec_dict_put(kwargs, argv[i], value, eq + 1);
         } else {
             fprintf(stderr, "usage: %s [--agents N] [--steps S] [--threads T] [--seed S] "
                     "[--garbage] key=value...\n(unknown argument '%s')\n", argv[0], argv[i]);
@@ -55,7 +54,7 @@ int main(int argc, char** argv) {
         }
     }
     char err[512];
-    VecEnv* vec = vec_create(total_agents, &kwargs, seed, threads, err, sizeof(err));
+    VecEnv* vec = vec_create(total_agents, kwargs, seed, threads, err, sizeof(err));
     if (vec == NULL) {
         fprintf(stderr, "vec_create failed: %s\n", err);
         return 1;
@@ -73,8 +72,6 @@ int main(int argc, char** argv) {
     vec_reset(vec);
 
     const float junk[] = {NAN, INFINITY, -INFINITY, -1.0f, 1e30f, -1e30f, 0.5f, 1e9f};
-    DictItem out_items[64];
-    Dict out = {out_items, 0, 64, NULL, {0}};
     double reward_sum = 0.0, terminal_sum = 0.0;
     for (long t = 0; t < steps; t++) {
         for (int i = 0; i < n * NUM_ATNS; i++) {
@@ -89,7 +86,7 @@ int main(int argc, char** argv) {
             reward_sum += rewards[i];
             terminal_sum += terminals[i];
         }
-        if ((t + 1) % (steps / 4 > 0 ? steps / 4 : 1) == 0) print_log(vec, &out, t + 1);
+        if ((t + 1) % (steps / 4 > 0 ? steps / 4 : 1) == 0) print_log(vec, t + 1);
     }
     for (int e = 0; e < vec_num_envs(vec) && e < 2; e++) {  /* exercise rendering too */
         int w, h;
@@ -100,6 +97,7 @@ int main(int argc, char** argv) {
     }
     printf("%ld agent steps, reward sum %.3f, terminals %.0f\n", steps * n, reward_sum, terminal_sum);
     vec_close(vec);
+    vec_dict_free(kwargs);
     free(obs); free(actions); free(rewards); free(terminals); free(mask);
     return 0;
 }

@@ -237,12 +237,12 @@ COUNTER_H = textwrap.dedent("""\
     #define OBS_SIZE 2
     #define NUM_ATNS 1
     #define ACT_SIZES {2}
-    typedef struct { float perf; float score; float n; } Log;
-    typedef struct { Log log; Agent agents[2]; int num_agents; unsigned int rng; int tag;
-                     int boundary_reached; int length; int t; } Env;
+    struct Log { float perf; float score; float n; };
+    struct Env { Log log; Agent agents[2]; int num_agents; unsigned int rng; int tag;
+                 int boundary_reached; int length; int t; };
     void puf_init(Env* env, Dict* kwargs) {
         env->num_agents = 2;
-        env->length = (int)dict_get(kwargs, "length")->value;
+        env->length = dict_get(kwargs, "length");
         READ_EXTRA
     }
     void puf_reset(Env* env) {
@@ -324,3 +324,55 @@ def test_concurrent_builds_of_one_header(tmp_path, cache):
         assert out.strip() == "4"
     assert len(list(cache.glob("_puf_counter_*.so"))) == 1
     assert not [p for p in cache.iterdir() if p.is_dir()], "temp build folders must be removed"
+
+
+# ---- PufferLib 5.0 contract details ----
+
+@pytest.mark.parametrize("name", ["platformer", "memory", "bandit"])
+def test_envs_clear_their_own_rewards_and_terminals(name):
+    """PufferLib's CPU evaluator does not zero rewards/terminals between steps: an env left with
+    a stale terminal = 1 would wipe the recurrent state every step. With host clearing off and
+    garbage written before every step, the results equal a normal run's."""
+    a = envs.make(name, 16, seed=3, num_threads=1)
+    b = envs.make(name, 16, seed=3, num_threads=1)
+    b.set_clear_outputs(False)
+    a.reset(), b.reset()
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        act = random_actions(a, rng)
+        b.rewards[:] = 7.0
+        b.terminals[:] = 1.0
+        a.step(act), b.step(act)
+        np.testing.assert_array_equal(a.rewards, b.rewards)
+        np.testing.assert_array_equal(a.terminals, b.terminals)
+        np.testing.assert_array_equal(a.observations, b.observations)
+    assert a.log() == b.log()
+
+
+def test_old_style_header_errors_name_the_fix(tmp_path, cache):
+    """A 4.x-style header (anonymous typedefs, dict_get(..)->value) fails at build time with the
+    file and line and what to change, not a SIGSEGV at run time."""
+    header = tmp_path / "old" / "old.h"
+    header.parent.mkdir()
+    header.write_text(COUNTER_H.replace("struct Log { float perf; float score; float n; };",
+                                        "typedef struct { float perf; float score; float n; } Log;")
+                      .replace('dict_get(kwargs, "length");', 'dict_get(kwargs, "length")->value;')
+                      .replace("READ_EXTRA", ""))
+    (tmp_path / "old" / "old.ini").write_text("[env]\nlength = 3\n")
+    with pytest.raises(RuntimeError) as info:
+        envs.make(str(header), 2)
+    msg = str(info.value)
+    assert f"failed at {header}:6:" in msg  # the first error, not the last
+    assert "define the named structs `struct Log {...};`" in msg
+    assert "dict_get returns the value as a double" in msg
+
+
+def test_string_env_keys_reach_dict_get_str(tmp_path, cache):
+    header = write_counter(tmp_path / "counter", 'env->length = (int)strlen(dict_get_str(kwargs, "name"));')
+    (tmp_path / "counter" / "counter.ini").write_text("[env]\nlength = 3\nname = level_one.txt\n")
+    env = envs.make(str(header), 2)
+    assert env.config["name"] == "level_one.txt"
+    env.reset()
+    for _ in range(13):
+        env.step()
+    assert env.log()["score"] == 13.0  # episodes of strlen("level_one.txt") = 13 steps

@@ -22,6 +22,11 @@ class ConfigError(ValueError):
     pass
 
 
+def is_sweep_section(section: str) -> bool:
+    """[sweep] and [sweep.*] configure trainer.sweep, which reads them itself; training ignores them."""
+    return section == "sweep" or section.startswith("sweep.")
+
+
 def read_described_ini(path: Path) -> tuple[dict, dict]:
     """({section: {key: value}}, {(section, key): description}) — a key's description is the
     comment line(s) right above it."""
@@ -86,11 +91,14 @@ def valid_keys_message(cfg: dict, section: str) -> str:
 def load(env_name: str, flags: dict[str, str] | None = None) -> tuple[dict, dict]:
     """The layered config for `env_name` → (config, descriptions)."""
     cfg, desc = read_described_ini(DEFAULT_INI)
+    cfg = {s: kv for s, kv in cfg.items() if not is_sweep_section(s)}
     ini = envs.env_ini_path(env_name)
     if ini.is_file():
         env_values, env_desc = read_described_ini(ini)
         desc.update(env_desc)
         for section, kv in env_values.items():
+            if is_sweep_section(section):
+                continue
             if section not in cfg:
                 raise ConfigError(f"{ini}: unknown section [{section}]; sections: {', '.join(SECTIONS)}")
             for key, value in kv.items():

@@ -15,6 +15,7 @@ import math
 import os
 import signal
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -29,6 +30,7 @@ import envs  # noqa: E402
 
 from . import checkpoint as ckpt  # noqa: E402
 from . import config as config_mod  # noqa: E402
+from . import loggers as loggers_mod  # noqa: E402
 from .dashboard import Dashboard, Stopwatch  # noqa: E402
 from .gpu import GPUError, get_gpu  # noqa: E402
 from .learner import STATS, Learner, LearnerConfig, cosine_lr  # noqa: E402
@@ -54,9 +56,11 @@ def new_run_id() -> str:
 
 
 def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | None = None,
-          run_id: str | None = None) -> dict:
-    """Run training; returns a summary (checkpoint path, steps, final metrics)."""
+          run_id: str | None = None, loggers=()) -> dict:
+    """Run training; returns a summary (checkpoint path, steps, final metrics). `loggers`: more
+    objects with log(metrics)/close() called beside the JSONL log (the sweep's Ray Tune reporter)."""
     base, vec, t = cfg["base"], cfg["vec"], cfg["train"]
+    loggers_mod.check(cfg)  # a requested logger that is not installed fails before any work
     gpu = get_gpu(adapter, quiet=True)
     print(f"puffgpu: adapter {gpu.describe()}", flush=True)
     if gpu.is_cpu:
@@ -91,10 +95,12 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
 
     log_path = Path(base["log_dir"]) / env.name / f"{run_id}.jsonl"
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    header = {"type": "config", "run_id": run_id, "env": env.name, "adapter": gpu.describe(),
+              "num_agents": N, "policy": spec.describe(), "epochs": epochs,
+              "resumed_from": resumed_from, "config": cfg}
     with open(log_path, "a") as f:
-        f.write(json.dumps({"type": "config", "run_id": run_id, "env": env.name, "adapter": gpu.describe(),
-                            "num_agents": N, "policy": spec.describe(), "epochs": epochs,
-                            "resumed_from": resumed_from, "config": cfg}) + "\n")
+        f.write(json.dumps(header) + "\n")
+    logger = loggers_mod.Loggers(cfg, header, log_path.with_suffix(""), extra=loggers)  # TensorBoard, W&B
 
     stop = {"requested": False}
 
@@ -102,7 +108,9 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
         if stop["requested"]:  # second Ctrl-C: stop now, without a checkpoint
             raise KeyboardInterrupt
         stop["requested"] = True
-    old_handler = signal.signal(signal.SIGINT, on_sigint)
+    # only the main thread may set a handler (a Ray Tune trial runs train() in a worker thread)
+    main_thread = threading.current_thread() is threading.main_thread()
+    old_handler = signal.signal(signal.SIGINT, on_sigint) if main_thread else None
 
     def save(step: int) -> Path:
         path = ckpt.checkpoint_path(base["checkpoint_dir"], env.name, run_id, step)
@@ -164,11 +172,14 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
                 f.write(json.dumps({"type": "epoch", **metrics}) + "\n")
             if epoch % base["checkpoint_interval"] == 0:
                 last_ckpt = save(global_step)
+            logger.log(metrics)  # last: a sweep's early stop ends the run inside this call
         if global_step > 0 and (last_ckpt is None or int(last_ckpt.stem) != global_step):
             last_ckpt = save(global_step)
     finally:
         dash.close()
-        signal.signal(signal.SIGINT, old_handler)
+        logger.close()
+        if main_thread:
+            signal.signal(signal.SIGINT, old_handler)
         env.close()
     how = "stopped (Ctrl-C)" if stop["requested"] else "done"
     print(f"{how}: {global_step:,} steps in {fmt_s(time.perf_counter() - start)}; checkpoint {last_ckpt}; "

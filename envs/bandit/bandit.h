@@ -4,10 +4,14 @@
  * Each step shows a random context c in 0..3 (one-hot, 4 floats). Head 0 (4 arms) earns 0.5 for
  * choosing c, head 1 (3 arms) earns 0.5 for choosing c % 3. Every step is a whole episode
  * (terminal = 1). perf = both heads right; a random policy gets perf 1/12.
+ * [env] spin: extra busy work per step (iterations of a hash chain; ~1000 take ~3 µs on one
+ * 2020s core). It changes nothing else: it makes the env slow on purpose, to measure how well
+ * env stepping overlaps with inference (tools/bench_train.py).
  */
 #ifndef BANDIT_BANDIT_H
 #define BANDIT_BANDIT_H
 
+#include "raylib.h"
 typedef float obs_t;
 #include "pufferenv.h"
 
@@ -15,15 +19,15 @@ typedef float obs_t;
 #define NUM_ATNS 2
 #define ACT_SIZES {4, 3}
 
-typedef struct {
+struct Log {
     float perf;  /* both heads right */
     float score; /* reward, 0..1 */
     float episode_return;
     float episode_length;
     float n;
-} Log;
+};
 
-typedef struct {
+struct Env {
     Log log;
     Agent agents[1];
     int num_agents;
@@ -32,7 +36,9 @@ typedef struct {
     int boundary_reached;
     int context;
     int last_a0, last_a1;  /* for rendering */
-} Env;
+    int spin;              /* busy-work iterations per step */
+    unsigned int spin_out; /* the busy work's result, kept so it is not optimized away */
+};
 
 static inline unsigned int bandit_rand(unsigned int* rng) {
     *rng = *rng * 1664525u + 1013904223u;
@@ -46,15 +52,23 @@ static void bandit_new_context(Env* env) {
 }
 
 void puf_init(Env* env, Dict* kwargs) {
-    (void)kwargs;
     env->num_agents = 1;
     env->last_a0 = env->last_a1 = -1;
+    double spin = dict_get(kwargs, "spin");
+    env->spin = spin > 0.0 && spin < 1e9 ? (int)spin : 0;
 }
 
 void puf_reset(Env* env) { bandit_new_context(env); }
 
 void puf_step(Env* env) {
     Agent* agent = &env->agents[0];
+    agent->rewards[0] = 0.0f;
+    agent->terminals[0] = 0.0f;
+    if (env->spin > 0) {  /* a dependent chain: each iteration waits for the previous one */
+        unsigned int h = env->spin_out + (unsigned int)env->context;
+        for (int i = 0; i < env->spin; i++) h = (h ^ (h >> 15)) * 0x2C1B3C6Du + 0x297A2D39u;
+        env->spin_out = h;
+    }
     float a0 = agent->actions[0], a1 = agent->actions[1];
     /* compare as floats: no conversion of an out-of-range value */
     int right0 = a0 == (float)env->context;
@@ -79,21 +93,26 @@ void puf_log(Log* log, Dict* out) {
     dict_set(out, "episode_length", log->episode_length);
 }
 
-void puf_close(Env* env) { (void)env; }
+void puf_close(Env* env) {
+    (void)env;
+    if (IsWindowReady()) CloseWindow();
+}
 
 /* Top row: the 4 contexts, current one lit. Bottom: green where the last step's heads were right. */
 void puf_render(Env* env) {
-#ifdef PUF_CANVAS
     const int C = 16;
-    if (!puf_canvas_begin(4 * C, 2 * C)) return;
-    puf_clear(30, 30, 40);
+    if (!IsWindowReady()) InitWindow(4 * C, 2 * C, "bandit");
+    BeginDrawing();
+    ClearBackground((Color){30, 30, 40, 255});
     for (int i = 0; i < 4; i++) {
         int lit = i == env->context;
-        puf_fill_rect(i * C + 2, 2, C - 4, C - 4, lit ? 250 : 70, lit ? 200 : 70, lit ? 40 : 80);
+        DrawRectangle(i * C + 2, 2, C - 4, C - 4, lit ? (Color){250, 200, 40, 255} : (Color){70, 70, 80, 255});
     }
-    puf_fill_rect(2, C + 2, 2 * C - 4, C - 4, env->last_a0 >= 0 ? 60 : 120, env->last_a0 >= 0 ? 200 : 50, 60);
-    puf_fill_rect(2 * C + 2, C + 2, 2 * C - 4, C - 4, env->last_a1 >= 0 ? 60 : 120, env->last_a1 >= 0 ? 200 : 50, 60);
-#endif
+    Color right = {60, 200, 60, 255}, wrong = {120, 50, 60, 255};
+    DrawRectangle(2, C + 2, 2 * C - 4, C - 4, env->last_a0 >= 0 ? right : wrong);
+    DrawRectangle(2 * C + 2, C + 2, 2 * C - 4, C - 4, env->last_a1 >= 0 ? right : wrong);
+    EndDrawing();
+    puf_web_vsync();
 }
 
 #endif /* BANDIT_BANDIT_H */

@@ -10,6 +10,7 @@
 #ifndef MEMORY_MEMORY_H
 #define MEMORY_MEMORY_H
 
+#include "raylib.h"
 typedef float obs_t;
 #include "pufferenv.h"
 
@@ -18,15 +19,15 @@ typedef float obs_t;
 #define ACT_SIZES {2}
 #define MEMORY_MAX_DELAY 1000
 
-typedef struct {
+struct Log {
     float perf;  /* answered correctly */
     float score;
     float episode_return;
     float episode_length;
     float n;
-} Log;
+};
 
-typedef struct {
+struct Env {
     Log log;
     Agent agents[1];
     int num_agents;
@@ -36,7 +37,7 @@ typedef struct {
     int delay;  /* steps between the cue and the answer step */
     int cue;
     int t;      /* steps since the cue; the answer step is t == delay */
-} Env;
+};
 
 static inline unsigned int memory_rand(unsigned int* rng) {
     *rng = *rng * 1664525u + 1013904223u;
@@ -53,9 +54,8 @@ static void memory_write_obs(Env* env) {
 
 void puf_init(Env* env, Dict* kwargs) {
     env->num_agents = 1;
-    env->delay = (int)dict_get(kwargs, "delay")->value;
-    if (env->delay < 0) env->delay = 0;
-    if (env->delay > MEMORY_MAX_DELAY) env->delay = MEMORY_MAX_DELAY;
+    double delay = dict_get(kwargs, "delay");
+    env->delay = delay < 0.0 ? 0 : delay > MEMORY_MAX_DELAY ? MEMORY_MAX_DELAY : (int)delay;
 }
 
 void puf_reset(Env* env) {
@@ -66,6 +66,8 @@ void puf_reset(Env* env) {
 
 void puf_step(Env* env) {
     Agent* agent = &env->agents[0];
+    agent->rewards[0] = 0.0f;
+    agent->terminals[0] = 0.0f;
     if (env->t < env->delay) {
         env->t++;
         memory_write_obs(env);
@@ -90,25 +92,26 @@ void puf_log(Log* log, Dict* out) {
     dict_set(out, "episode_length", log->episode_length);
 }
 
-void puf_close(Env* env) { (void)env; }
+void puf_close(Env* env) {
+    (void)env;
+    if (IsWindowReady()) CloseWindow();
+}
 
 /* A row of delay+1 cells: the cue's color in the first, the current step outlined. */
 void puf_render(Env* env) {
-#ifdef PUF_CANVAS
     const int C = 16, cells = env->delay + 1;
-    if (!puf_canvas_begin(cells * C, C)) return;
-    puf_clear(30, 30, 40);
+    if (!IsWindowReady()) InitWindow(cells * C, C, "memory");
+    BeginDrawing();
+    ClearBackground((Color){30, 30, 40, 255});
     for (int i = 0; i < cells; i++) {
         int x = i * C;
-        if (i == env->t) puf_fill_rect(x, 0, C, C, 240, 240, 240);
-        if (i == 0) {
-            if (env->cue == 0) puf_fill_rect(x + 2, 2, C - 4, C - 4, 230, 60, 60);
-            else puf_fill_rect(x + 2, 2, C - 4, C - 4, 60, 110, 230);
-        } else {
-            puf_fill_rect(x + 2, 2, C - 4, C - 4, i == cells - 1 ? 90 : 60, 60, 70);
-        }
+        if (i == env->t) DrawRectangle(x, 0, C, C, (Color){240, 240, 240, 255});
+        Color cell = {(unsigned char)(i == cells - 1 ? 90 : 60), 60, 70, 255};
+        if (i == 0) cell = env->cue == 0 ? (Color){230, 60, 60, 255} : (Color){60, 110, 230, 255};
+        DrawRectangle(x + 2, 2, C - 4, C - 4, cell);
     }
-#endif
+    EndDrawing();
+    puf_web_vsync();
 }
 
 #endif /* MEMORY_MEMORY_H */

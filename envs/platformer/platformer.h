@@ -17,6 +17,7 @@
 
 #include <math.h>
 
+#include "raylib.h"
 typedef float obs_t;
 #include "pufferenv.h"
 
@@ -68,7 +69,7 @@ static const char platformer_level[PLATFORMER_ROWS][PLATFORMER_COLS + 1] = {
     "############..########################.......##############################...######################",
 };
 
-typedef struct {
+struct Log {
     float perf;            /* 1 if the flag was reached */
     float score;           /* progress toward the flag, 0..1 */
     float episode_return;
@@ -76,9 +77,9 @@ typedef struct {
     float deaths;
     float timeouts;
     float n;
-} Log;
+};
 
-typedef struct {
+struct Env {
     Log log;
     Agent agents[1];
     int num_agents;
@@ -98,7 +99,7 @@ typedef struct {
     float start_x, best_x; /* progress is measured from start_x to platformer_goal_x */
     float episode_return;
     int episode_length;
-} Env;
+};
 
 /* ---- Level tables, built once (puf_init runs serially on the host's thread) ---- */
 
@@ -309,9 +310,9 @@ static int platformer_tick(Env* env, int move, int vert) {
 void puf_init(Env* env, Dict* kwargs) {
     platformer_build_tables();
     env->num_agents = 1;
-    env->frameskip = (int)dict_get(kwargs, "frameskip")->value;
-    env->max_ticks = (int)dict_get(kwargs, "max_ticks")->value;
-    env->fail_penalty = (float)dict_get(kwargs, "fail_penalty")->value;
+    env->frameskip = (int)dict_get(kwargs, "frameskip");
+    env->max_ticks = (int)dict_get(kwargs, "max_ticks");
+    env->fail_penalty = (float)dict_get(kwargs, "fail_penalty");
     if (env->frameskip < 1) env->frameskip = 1;
     if (env->max_ticks < 1) env->max_ticks = 1;
 }
@@ -335,6 +336,8 @@ void puf_reset(Env* env) {
 
 void puf_step(Env* env) {
     Agent* agent = &env->agents[0];
+    agent->rewards[0] = 0.0f;  /* PufferLib's CPU evaluator does not clear them for the env */
+    agent->terminals[0] = 0.0f;
     int move = platformer_action(agent->actions[0], 3);
     int vert = platformer_action(agent->actions[1], 3);
     int outcome = PLATFORMER_ALIVE;
@@ -380,17 +383,27 @@ void puf_log(Log* log, Dict* out) {
     dict_set(out, "timeouts", log->timeouts);
 }
 
-void puf_close(Env* env) { (void)env; }
+void puf_close(Env* env) {
+    (void)env;
+    if (IsWindowReady()) CloseWindow();
+}
 
-/* ---- Rendering: a 32x18-tile camera that follows the player, 8 px per tile ---- */
+/* ---- Rendering with raylib: a 32x18-tile camera that follows the player, 8 px per tile ---- */
 #define PLATFORMER_TILE_PX 8
 #define PLATFORMER_CAM_W 32
 
+static void platformer_rect(int x, int y, int w, int h, unsigned char r, unsigned char g, unsigned char b) {
+    DrawRectangle(x, y, w, h, (Color){r, g, b, 255});
+}
+
 void puf_render(Env* env) {
-#ifdef PUF_CANVAS
     const int T = PLATFORMER_TILE_PX;
-    if (!puf_canvas_begin(PLATFORMER_CAM_W * T, PLATFORMER_ROWS * T)) return;
-    puf_clear(92, 148, 252);  /* sky */
+    if (!IsWindowReady()) {
+        InitWindow(PLATFORMER_CAM_W * T, PLATFORMER_ROWS * T, "platformer");
+        SetTargetFPS(60 / (env->frameskip > 0 ? env->frameskip : 1));
+    }
+    BeginDrawing();
+    ClearBackground((Color){92, 148, 252, 255});  /* sky */
     float cam = env->x + 0.5f * PLATFORMER_PW - 0.4f * PLATFORMER_CAM_W;
     if (cam < 0.0f) cam = 0.0f;
     if (cam > (float)(PLATFORMER_COLS - PLATFORMER_CAM_W)) cam = (float)(PLATFORMER_COLS - PLATFORMER_CAM_W);
@@ -401,26 +414,26 @@ void puf_render(Env* env) {
             switch (platformer_level[ty][tx]) {
             case '#':
                 if (ty > 0 && platformer_level[ty - 1][tx] != '#') {  /* grass on top */
-                    puf_fill_rect(px, py, T, T, 136, 84, 40);
-                    puf_fill_rect(px, py, T, 2, 56, 176, 56);
+                    platformer_rect(px, py, T, T, 136, 84, 40);
+                    platformer_rect(px, py, T, 2, 56, 176, 56);
                 } else {
-                    puf_fill_rect(px, py, T, T, 112, 68, 32);
-                    puf_fill_rect(px + 1, py + 1, T - 2, T - 2, 128, 78, 38);
+                    platformer_rect(px, py, T, T, 112, 68, 32);
+                    platformer_rect(px + 1, py + 1, T - 2, T - 2, 128, 78, 38);
                 }
                 break;
             case '=':
-                puf_fill_rect(px, py, T, 3, 200, 160, 90);
-                puf_fill_rect(px, py + 3, T, 1, 130, 100, 50);
+                platformer_rect(px, py, T, 3, 200, 160, 90);
+                platformer_rect(px, py + 3, T, 1, 130, 100, 50);
                 break;
             case '^':  /* one triangle in the lower part, like its hitbox */
                 for (int i = 0; i < 5; i++) {
                     int w = 2 + 2 * i > T ? T : 2 + 2 * i;
-                    puf_fill_rect(px + (T - w) / 2, py + T - 5 + i, w, 1, 210, 210, 220);
+                    platformer_rect(px + (T - w) / 2, py + T - 5 + i, w, 1, 210, 210, 220);
                 }
                 break;
             case 'G':
-                puf_fill_rect(px + 3, py, 2, T, 230, 230, 230);
-                if (ty == 6) puf_fill_rect(px + 5, py + 1, T - 2, 5, 240, 40, 40);
+                platformer_rect(px + 3, py, 2, T, 230, 230, 230);
+                if (ty == 6) platformer_rect(px + 5, py + 1, T - 2, 5, 240, 40, 40);
                 break;
             default:
                 break;
@@ -430,12 +443,13 @@ void puf_render(Env* env) {
     /* player: red body, white eye on the side it is moving to */
     int px = (int)floorf(env->x * T) - cam_px, py = (int)floorf(env->y * T);
     int pw = (int)(PLATFORMER_PW * T + 0.5f), ph = (int)(PLATFORMER_PH * T + 0.5f);
-    puf_fill_rect(px, py, pw, ph, 220, 40, 40);
-    puf_fill_rect(env->vx < 0.0f ? px + 1 : px + pw - 3, py + 2, 2, 2, 255, 255, 255);
+    platformer_rect(px, py, pw, ph, 220, 40, 40);
+    platformer_rect(env->vx < 0.0f ? px + 1 : px + pw - 3, py + 2, 2, 2, 255, 255, 255);
     /* progress bar along the top edge */
     float progress = (env->best_x - env->start_x) / (platformer_goal_x - env->start_x);
-    puf_fill_rect(0, 0, (int)(progress * PLATFORMER_CAM_W * T), 2, 255, 220, 0);
-#endif
+    platformer_rect(0, 0, (int)(progress * PLATFORMER_CAM_W * T), 2, 255, 220, 0);
+    EndDrawing();
+    puf_web_vsync();
 }
 
 /* ---- A rule-based policy on the observation: proves the level is solvable from what the

@@ -31,8 +31,10 @@ int main(int argc, char** argv) {
     int watch = episodes == 0;
     if (watch) episodes = 1;
 
-    DictItem items[3] = {{"frameskip", 2, NULL}, {"max_ticks", 1800, NULL}, {"fail_penalty", 0.1, NULL}};
-    Dict kwargs = {items, 3, 3, NULL, {0}};
+    Dict kwargs = {0};
+    dict_set(&kwargs, "frameskip", 2);
+    dict_set(&kwargs, "max_ticks", 1800);
+    dict_set(&kwargs, "fail_penalty", 0.1);
     float obs[OBS_SIZE], actions[NUM_ATNS], reward, terminal;
     unsigned char mask[6];
     Env env;
@@ -48,7 +50,6 @@ int main(int argc, char** argv) {
         if (watch) printf("\033[2J");
         for (int step = 0;; step++) {
             platformer_scripted(obs, actions);
-            reward = terminal = 0.0f;
             float reached = 0.0f, before = env.log.perf, last_x = env.x;
             puf_step(&env);
             ret += reward;
@@ -70,5 +71,7 @@ int main(int argc, char** argv) {
     }
     printf("flag rate %.4f over %d episodes (mean episode_length %.1f)\n",
            (float)flags / episodes, episodes, env.log.episode_length / env.log.n);
+    puf_close(&env);
+    dict_clear(&kwargs);
     return flags == episodes ? 0 : 1;
 }

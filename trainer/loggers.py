@@ -1,0 +1,154 @@
+"""Optional experiment loggers beside the JSONL log: TensorBoard event files and Weights & Biases.
+
+The JSONL log (`<log_dir>/<env>/<run_id>.jsonl`) stays the source of truth; these mirror it for the
+tools people watch runs in. Turned on by config:
+
+    --base.tensorboard 1   event files in <log_dir>/<env>/<run_id>/  (tensorboard --logdir logs/<env>)
+    --base.wandb 1         a W&B run (project/group/name from [base] wandb_*; wandb_mode offline
+                           writes files under <log_dir>/<env>/<run_id>/wandb/ with no network)
+
+Each writes every numeric epoch metric at x = global_step, and the run's config once. Tags are the
+JSONL keys, grouped for the dashboards: `env/*` and `time/*` as they are, the learner's statistics
+under `losses/` (losses/policy_loss, losses/grad_norm, ...), the rest under `train/` (train/sps,
+train/learning_rate, train/epoch_seconds, ...). Each writer is an extra (`pip install -e
+".[tensorboard]"`, `".[wandb]"`); asking for one that is not installed is a LoggerError naming it.
+Neither imports torch.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from .learner import STATS
+
+LOSS_KEYS = frozenset(STATS + ("grad_norm",))
+SKIP = frozenset(("epoch", "epochs", "global_step", "eta"))  # x axis and bookkeeping, not curves
+
+EXTRAS = {  # config key → (module, pip extra)
+    "tensorboard": ("tensorboardX", "tensorboard"),
+    "wandb": ("wandb", "wandb"),
+}
+
+
+WANDB_MODES = ("online", "offline", "disabled", "shared")
+
+
+class LoggerError(ValueError):
+    pass
+
+
+def tag(key: str) -> str:
+    """The dashboard name of a JSONL metric key."""
+    if "/" in key:
+        return key
+    return f"losses/{key}" if key in LOSS_KEYS else f"train/{key}"
+
+
+def scalars(metrics: dict) -> dict[str, float]:
+    """{tag: value} for every numeric metric of an epoch line."""
+    return {tag(k): float(v) for k, v in metrics.items()
+            if k not in SKIP and isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def _import(key: str):
+    module, extra = EXTRAS[key]
+    # tensorboardX imports torch whenever it is installed, only to accept torch tensors; block that
+    # (seconds of start-up and hundreds of MB) unless something already imported torch.
+    block_torch = module == "tensorboardX" and "torch" not in sys.modules
+    if block_torch:
+        sys.modules["torch"] = None
+    try:
+        return __import__(module)
+    except ImportError as e:
+        raise LoggerError(f"--base.{key} 1 needs the Python package {module!r}, which is not installed "
+                          f"({e}). Install the extra: pip install 'puffgpu[{extra}]' (in a checkout: "
+                          f"pip install -e \".[{extra}]\"), or run with --base.{key} 0.") from None
+    finally:
+        if block_torch:
+            del sys.modules["torch"]
+
+
+def check(cfg: dict):
+    """Fail fast, before any work, when a requested logger's package is missing."""
+    for key in EXTRAS:
+        if cfg["base"].get(key):
+            _import(key)
+    mode = cfg["base"].get("wandb_mode")
+    if cfg["base"].get("wandb") and mode not in WANDB_MODES:
+        raise LoggerError(f"[base] wandb_mode = {mode!r}; valid: {', '.join(WANDB_MODES)}")
+
+
+def config_markdown(header: dict) -> str:
+    """The run header and its config as markdown (TensorBoard's text tab renders it)."""
+    cfg = header.get("config", {})
+    lines = [f"**{header.get('env')}** run `{header.get('run_id')}` on {header.get('adapter')}: "
+             f"{header.get('num_agents')} agents, policy {header.get('policy')}", ""]
+    for section, kv in cfg.items():
+        lines += [f"    [{section}]"] + [f"    {k} = {v}" for k, v in kv.items()] + ["    "]
+    return "\n".join(lines)
+
+
+class TensorBoardLogger:
+    def __init__(self, header: dict, run_dir: Path):
+        tbx = _import("tensorboard")
+        self.writer = tbx.SummaryWriter(logdir=str(run_dir), flush_secs=10)
+        self.writer.add_text("config", config_markdown(header), global_step=0)
+
+    def log(self, metrics: dict):
+        step = int(metrics["global_step"])
+        for k, v in scalars(metrics).items():
+            self.writer.add_scalar(k, v, global_step=step)
+
+    def close(self):
+        self.writer.close()
+
+
+class WandbLogger:
+    def __init__(self, header: dict, run_dir: Path, base: dict):
+        wandb = _import("wandb")
+        self.wandb = wandb
+        run_dir.mkdir(parents=True, exist_ok=True)
+        run_id = header["run_id"]
+        self.run = wandb.init(project=base["wandb_project"], group=base.get("wandb_group"),
+                              name=base.get("wandb_name") or run_id, id=run_id, resume="allow",
+                              dir=str(run_dir), mode=base["wandb_mode"], config=header.get("config", {}),
+                              tags=[header.get("env", "")])
+        self.run.summary["adapter"] = header.get("adapter")
+        self.run.summary["policy"] = header.get("policy")
+
+    def log(self, metrics: dict):
+        self.run.log(scalars(metrics), step=int(metrics["global_step"]))
+
+    def close(self):
+        self.run.finish()
+
+
+class Loggers:
+    """All of a run's optional loggers: log(metrics) once per epoch (after the JSONL line), close()
+    at the end. `extra` are more objects with log/close (the sweep's reporter to Ray Tune)."""
+
+    def __init__(self, cfg: dict, header: dict, run_dir: Path, extra=()):
+        base = cfg["base"]
+        self.sinks = []
+        try:
+            if base.get("tensorboard"):
+                self.sinks.append(TensorBoardLogger(header, run_dir))
+            if base.get("wandb"):
+                self.sinks.append(WandbLogger(header, run_dir, base))
+        except BaseException:
+            self.close()
+            raise
+        self.sinks += list(extra)
+
+    def log(self, metrics: dict):
+        for s in self.sinks:
+            s.log(metrics)
+
+    def close(self):
+        for s in self.sinks:
+            try:
+                s.close()
+            except Exception as e:  # a logger that fails to flush must not hide the run's result
+                print(f"warning: closing {type(s).__name__} failed: {e}", flush=True)
+        self.sinks = []
+
