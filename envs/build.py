@@ -439,8 +439,8 @@ def load_module(header):
     modname = out_path.name.split(".")[0].rsplit("_", 1)[0]  # drop the content suffix
     loader = importlib.machinery.ExtensionFileLoader(modname, str(out_path))
     spec = importlib.util.spec_from_file_location(modname, str(out_path), loader=loader)
-    module = importlib.util.module_from_spec(spec)
     try:
+        module = importlib.util.module_from_spec(spec)  # dlopen: undefined symbols show here
         loader.exec_module(module)
     except ImportError as err:
         better = _undefined_symbol_error(header, err)

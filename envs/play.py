@@ -6,9 +6,12 @@
     python -m envs.play platformer --scripted --gif platformer.gif   # headless: one episode -> GIF
     python -m envs.play platformer --scripted --png frame.png --frame 100
     python -m envs.play memory                          # turn-based envs: digit keys pick actions
+    python -m envs.play path/to/ocean/asteroids/asteroids.h --random   # any PufferLib 5.0 env
 
-Humans play the exact env the agents train on (same C header, same frameskip). A window needs a
-display (use `xvfb-run -a` on a headless machine); --gif and --png need none.
+Humans play the exact env the agents train on (same C header, same frameskip). Keys also reach the
+env's own raylib input calls (IsKeyDown, IsKeyPressed), so a PufferLib env's human controls work
+(e.g. hold Left Shift in asteroids while --random plays). A window needs a display (use
+`xvfb-run -a` on a headless machine); --gif and --png need none.
 """
 
 import argparse
@@ -40,9 +43,10 @@ REALTIME_KEYS = {"platformer": _platformer_keys}
 def _policy(env, args, rng):
     if args.scripted:
         return env.scripted_actions
-    if args.random:
-        return lambda: env.actions.__setitem__(
-            slice(None), rng.integers(0, env.act_sizes, size=env.actions.shape))
+    if args.random:  # a head of size 1 is continuous: a standard normal draw
+        continuous = np.array(env.act_sizes) == 1
+        return lambda: env.actions.__setitem__(slice(None), np.where(
+            continuous, rng.standard_normal(env.actions.shape), rng.integers(0, env.act_sizes, size=env.actions.shape)))
     return None
 
 
@@ -84,10 +88,16 @@ def play(env, args):
     head, episodes = 0, 0
     if act is None and keymap is None:
         print(f"{env.name} is turn-based: press a digit to pick the action of each head "
-              f"(head sizes {env.act_sizes}); the env steps once every head has one.")
+              f"(head sizes {env.act_sizes}; a continuous head maps 0..9 to -1..1); the env steps once "
+              f"every head has one.")
     period = 1.0 / args.fps
     next_time = time.perf_counter()
+    held = set()
     while viewer.show(frame):
+        down = viewer.keys_down()
+        for key in down ^ held:  # raylib's IsKeyDown/IsKeyPressed in the env see these
+            env.set_key(key, key in down)
+        held = down
         stepped = False
         if act is not None:
             act()
@@ -100,13 +110,14 @@ def play(env, args):
         else:
             for key in viewer.keys_pressed():
                 digit = key - glfw.KEY_0
-                if 0 <= digit < env.act_sizes[head]:
-                    env.actions[0, head] = digit
+                continuous = env.act_sizes[head] == 1  # digits 0..9 pick -1 .. 1
+                if 0 <= digit < (10 if continuous else env.act_sizes[head]):
+                    env.actions[0, head] = digit / 4.5 - 1 if continuous else digit
                     head += 1
                     if head == len(env.act_sizes):
                         env.step()
                         stepped, head = True, 0
-                        print(f"actions {env.actions[0].astype(int).tolist()} -> reward "
+                        print(f"actions {env.actions[0].tolist()} -> reward "
                               f"{env.rewards[0]:+.3f}")
         if stepped and env.terminals[0]:
             episodes += 1

@@ -20,6 +20,9 @@
 #endif
 
 static const int vec_act_sizes_table[NUM_ATNS] = ACT_SIZES;
+/* A brace list shorter than NUM_ATNS would leave heads of size 0, a longer one would be cut. */
+_Static_assert(sizeof((int[])ACT_SIZES) / sizeof(int) == NUM_ATNS,
+               "ACT_SIZES must list exactly NUM_ATNS head sizes");
 
 /* Env.agents is either an array (its size bounds num_agents) or a pointer the env sets. */
 #define VEC_AGENTS_IS_POINTER \
@@ -59,10 +62,14 @@ Dict* vec_dict_new(const char* name) {
     if (d != NULL) d->name = dict_strdup(name);
     return d;
 }
-/* key = value with its text (str may be NULL for a plain number). */
+/* key = value: with its ini text (str), parsed as PufferLib's ini reader does (numbers with `_`,
+ * true/false, comma lists); without (str NULL), the number `value`. */
 void vec_dict_put(Dict* d, const char* key, double value, const char* str) {
-    DictItem* item = str != NULL ? dict_set_str(d, key, str) : dict_set(d, key, value);
-    item->value = value;
+    if (str == NULL) {
+        dict_set(d, key, value);
+        return;
+    }
+    puf_ini_parse_item(dict_set_str(d, key, str), str);
 }
 void vec_dict_free(Dict* d) {
     if (d == NULL) return;

@@ -14,6 +14,10 @@ episode's first). They are the same objects for the life of the env.
 
 N = env.num_agents is the sum of the envs' agents: envs are created until total_agents is
 reached, so N >= total_agents, and N == total_agents for every built-in env (one agent each).
+
+The [env] config reaches the C env's puf_init as PufferLib's Dict (numbers, true/false, text,
+comma lists, read with dict_get/dict_get_str). With num_buffers > 1 the agents form PufferLib's
+env buffers: env.step_buffer(b) steps buffer b alone, without the GIL (see make()).
 """
 
 import configparser
@@ -55,9 +59,18 @@ def env_header_path(name_or_path):
 
 
 def env_ini_path(name_or_path):
-    """envs/<name>/<name>.ini for a built-in name; for a header path, the .ini beside it (which
-    may not exist: such an env then has only the default [env] keys)."""
-    return env_header_path(name_or_path).with_suffix(".ini")
+    """envs/<name>/<name>.ini for a built-in name. For a header path: the .ini beside it, else
+    PufferLib's layout (ocean/<name>/<name>.h with config/<name>.ini a few folders up). The path
+    returned may not exist: such an env then has only the default [env] keys."""
+    header = env_header_path(name_or_path)
+    beside = header.with_suffix(".ini")
+    if beside.is_file() or not _is_header_path(name_or_path):
+        return beside
+    for parent in list(header.parents)[1:4]:
+        candidate = parent / "config" / f"{header.stem}.ini"
+        if candidate.is_file():
+            return candidate
+    return beside
 
 
 def parse_value(text):
@@ -123,6 +136,9 @@ class VecEnv:
         sizes = ffi.new("int[]", lib.vec_num_atns())
         lib.vec_act_sizes(sizes)
         self.act_sizes = tuple(sizes)
+        if min(self.act_sizes, default=0) < 1:
+            raise ValueError(f"{header}: ACT_SIZES {list(self.act_sizes)} (NUM_ATNS {len(self.act_sizes)}): every "
+                             f"head needs size >= 1 (1 = a continuous head, >= 2 = a discrete head's choices)")
         obs_type = ffi.string(lib.vec_obs_type()).decode()
         if obs_type == "unknown":
             raise TypeError(f"{header}: obs_t must be a plain C number type (float, unsigned "
@@ -131,9 +147,8 @@ class VecEnv:
 
         # [env] config -> a C-owned Dict (PufferLib's envs read it with dict_get/dict_get_str)
         self._kwargs = ffi.gc(lib.vec_dict_new(b"env"), lib.vec_dict_free)
-        for k, v in self.config.items():
-            number = float(v) if isinstance(v, (int, float)) else 0.0
-            lib.vec_dict_put(self._kwargs, k.encode(), number, str(v).encode())
+        for k, v in self.config.items():  # numbers and text alike go in as ini text
+            lib.vec_dict_put(self._kwargs, k.encode(), 0.0, (repr(v) if isinstance(v, float) else str(v)).encode())
 
         if num_threads is None:
             num_threads = _usable_cpus()
@@ -316,8 +331,9 @@ class VecEnv:
         agent, head = (int(i) for i in np.argwhere(~ok)[0])
         agent += r0
         size = self.act_sizes[head]
+        want = "a finite float (a continuous head)" if size == 1 else f"an integer in [0, {size - 1}]"
         raise ValueError(f"{self.name}: action of agent {agent}, head {head} is "
-                         f"{a[agent - r0, head]!r}; it must be an integer in [0, {size - 1}] "
+                         f"{a[agent - r0, head]!r}; it must be {want} "
                          f"(head sizes {self.act_sizes}); {int((~ok).sum())} invalid in total")
 
     def log(self):

@@ -3,6 +3,7 @@
     pip install -e ".[golden]"          # torch 2.13.0, CPU build
     python golden/make_golden.py        # rewrites every golden/*.safetensors
     python golden/make_golden.py matmul # one family
+    python golden/make_golden.py sample ppo_heads advantage_heads learner_heads   # the action-head files
 
 The only file in puffgpu that imports torch. Each family writes golden/<family>.safetensors:
 float32 inputs exactly as the GPU gets them, float32 results of the float64 reference computed
@@ -15,6 +16,7 @@ rows where the row count does not matter), so the files stay small.
 from __future__ import annotations
 
 import json
+import math
 import sys
 import zlib
 from pathlib import Path
@@ -474,6 +476,320 @@ def learner(gen):
                        "minibatches": N // R, **cfg, "stats": list(STAT_NAMES) + ["grad_norm"]}
     write("learner", tensors, "end-to-end minibatch updates (forward, advantage, PPO loss, autograd backward, "
           "Muon) over consecutive minibatches; w{m}/momentum{m} after update m", cases)
+
+
+# ---------------------------------------------------------------------------------- action heads (issue 11)
+# Masks, continuous (Gaussian) heads and hybrid mixes, in new files (the files above stay untouched).
+# A head of size 1 is a Gaussian: its decoder column is the mean μ, clamped to ±1e6, and logstd [Kc]
+# (one entry per continuous head, in head order) is clamped to [−20, 2]. PufferLib evaluates its
+# analytic gradients at the clamped values (the clamps pass the gradient through), so the reference
+# uses straight-through clamps. Discrete logits of illegal choices are replaced by −1e4
+# (torch.where: no gradient reaches them).
+
+MASKED_LOGIT = -1e4
+HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+
+
+def st_clamp(x, lo, hi):
+    """clamp in the forward pass, identity in the backward pass (PufferLib's analytic gradients)."""
+    return x + (x.clamp(lo, hi) - x).detach()
+
+
+def masked_logits(out, o, size, mask):
+    l = out[:, o:o + size]
+    if mask is None:
+        return l
+    return torch.where(mask[:, o:o + size] != 0, l, torch.full_like(l, MASKED_LOGIT))
+
+
+def heads_logp_entropy_any(out, actions, heads, logstd=None, mask=None):
+    """Σ_h log p(a_h) and Σ_h H_h over any mix of discrete (size >= 2, masked) and Gaussian (size 1) heads.
+
+    out [M, A] (head columns), actions [M, K], logstd [1, Kc], mask [M, A] (0 = illegal; ignored on
+    the columns of continuous heads)."""
+    logp, ent, o, kc = 0, torch.zeros(out.shape[0]), 0, 0
+    for h, size in enumerate(heads):
+        if size == 1:
+            mu = st_clamp(out[:, o], -1e6, 1e6)
+            s = st_clamp(logstd[0, kc], -20.0, 2.0)
+            z = (actions[:, h].clamp(-1e6, 1e6) - mu) / s.exp()
+            logp = logp - 0.5 * z ** 2 - HALF_LOG_2PI - s
+            ent = ent + (0.5 + HALF_LOG_2PI) + s
+            kc += 1
+        else:
+            ls = torch.log_softmax(masked_logits(out, o, size, mask), -1)
+            logp = logp + ls.gather(1, actions[:, h:h + 1].long()).squeeze(1)
+            ent = ent - (ls.exp() * ls).sum(-1)
+        o += size
+    return logp, ent
+
+
+def ppo_loss_heads_ref(out, actions, logp_old, v_old, adv, ret, heads, cfg, logstd=None, mask=None):
+    """ppo_loss_ref for any head mix; also returns the per-element logp and entropy."""
+    A = sum(heads)
+    logp, ent = heads_logp_entropy_any(out[:, :A], actions, heads, logstd, mask)
+    v = out[:, A]
+    logratio = logp - logp_old
+    ratio = logratio.exp()
+    eps = cfg["clip_coef"]
+    pg = torch.maximum(-adv * ratio, -adv * ratio.clamp(1 - eps, 1 + eps))
+    v_clip = v_old + (v - v_old).clamp(-cfg["vf_clip_coef"], cfg["vf_clip_coef"])
+    vl = 0.5 * torch.maximum((v - ret) ** 2, (v_clip - ret) ** 2)
+    total = pg + cfg["vf_coef"] * vl - cfg["ent_coef"] * ent
+    loss = total.mean()
+    stats = torch.stack([pg.mean(), vl.mean(), ent.mean(), loss, (-logratio).mean(),
+                         ((ratio - 1) - logratio).mean(), ((ratio - 1).abs() > eps).double().mean(), ratio.mean()])
+    return loss, stats.detach(), logp.detach(), ent.detach()
+
+
+def rand_mask(gen, M, heads, p_illegal=0.3, full_rows=()):
+    """uint8-valued [M, A] mask: each discrete choice illegal with p_illegal, at least one legal per head
+    (except the heads listed in full_rows = ((row, head), ...), masked entirely); continuous heads'
+    columns get random values too (the kernels must ignore them)."""
+    A = sum(heads)
+    m = (torch.rand(M, A, generator=gen) >= p_illegal).to(torch.float64)
+    o = 0
+    for h, size in enumerate(heads):
+        if size >= 2:
+            none = m[:, o:o + size].sum(1) == 0
+            pick = torch.randint(0, size, (M,), generator=gen)
+            m[none, o + pick[none]] = 1.0
+            for row, hh in full_rows:
+                if hh == h and row < M:
+                    m[row, o:o + size] = 0.0
+        o += size
+    return m
+
+
+def sample_legal(gen, M, heads, mask, mu=None, logstd=None):
+    """Actions [M, K]: a legal choice per discrete head (any one if the head is fully masked); a Gaussian
+    draw around mu for continuous heads."""
+    cols, o, kc = [], 0, 0
+    for h, size in enumerate(heads):
+        if size == 1:
+            cols.append(mu[:, o] + logstd[0, kc].clamp(-20, 2).exp() * torch.randn(M, generator=gen, dtype=torch.float64))
+            kc += 1
+        else:
+            w = mask[:, o:o + size] if mask is not None else torch.ones(M, size)
+            w = torch.where(w.sum(1, keepdim=True) > 0, w, torch.ones_like(w))
+            cols.append(torch.multinomial(w, 1, generator=gen).squeeze(1).to(torch.float64))
+        o += size
+    return torch.stack(cols, 1).to(torch.float32).to(torch.float64)
+
+
+SAMPLE_CASES = {  # (rows, heads, masked, logstd): each row is replicated over many agents by the test
+    "masked_heads33": (6, (3, 3), True, None),
+    "continuous_k3": (4, (1, 1, 1), False, (-0.5, 0.3, 2.5)),  # 2.5: the clamp to 2
+    "hybrid_3121": (5, (3, 1, 2, 1), True, (-1.0, 0.25)),
+}
+
+
+@family
+def sample(gen):
+    """The sampling distributions: masked log-softmax per discrete column, clamped μ per continuous
+    column, σ per continuous head, the deterministic action (first most likely legal choice; μ) and its
+    log-probability. The test samples each row many times on the GPU and compares statistics."""
+    tensors, cases = {}, {}
+    for name, (M, heads, masked, ls) in SAMPLE_CASES.items():
+        A = sum(heads)
+        out = rand(gen, M, A + 1, scale=2.0)
+        mask = rand_mask(gen, M, heads, p_illegal=0.4, full_rows=((M - 1, 0),)) if masked else None
+        if masked:
+            mask[0] = 1.0  # one row with every choice legal
+        logstd = torch.tensor([ls], dtype=torch.float64) if ls else None
+        table = torch.zeros(M, A)
+        det, o, kc = [], 0, 0
+        for h, size in enumerate(heads):
+            if size == 1:
+                table[:, o] = out[:, o].clamp(-1e6, 1e6)
+                det.append(table[:, o])
+                kc += 1
+            else:
+                l = masked_logits(out, o, size, mask)
+                table[:, o:o + size] = torch.log_softmax(l, -1)
+                det.append(l.argmax(1).to(torch.float64))  # torch: the first maximum
+            o += size
+        det = torch.stack(det, 1)
+        det_logp, _ = heads_logp_entropy_any(out[:, :A], det, heads, logstd, mask)
+        items = [("out", out), ("logp_table", table), ("det_actions", det), ("det_logprob", det_logp)]
+        if logstd is not None:
+            items += [("logstd", logstd), ("sigma", logstd.clamp(-20, 2).exp().reshape(-1))]
+        for key, t in items:
+            tensors[f"{name}/{key}"] = f32(t)
+        if mask is not None:
+            tensors[f"{name}/mask"] = mask.to(torch.uint8).numpy()
+        cases[name] = {"M": M, "act_sizes": list(heads), "masked": masked}
+    write("sample", tensors, "sampling distributions per head: masked log-softmax (illegal logits -> -1e4), "
+          "clamped Gaussian means, sigma = exp(clamp(logstd, -20, 2)); deterministic actions and their logprob", cases)
+
+
+PPO_HEADS_CASES = {  # (M, heads, masked, ent_coef)
+    "masked_m517": (517, (3, 3), True, 0.001),
+    "continuous_m64": (64, (1, 1, 1), False, 0.001),
+    "hybrid_m67": (67, (3, 1, 2, 1), True, 0.01),
+    "hybrid_m1": (1, (2, 1), True, 0.01),
+}
+
+
+@family
+def ppo_heads(gen):
+    """Fused PPO loss with masked, continuous and hybrid heads: d loss / d out (logits, means, value),
+    d loss / d logstd, the per-element logp and entropy, and the 8 logged means."""
+    tensors, cases = {}, {}
+    for name, (M, heads, masked, ent_coef) in PPO_HEADS_CASES.items():
+        cfg = dict(LEARN, ent_coef=ent_coef)
+        A, Kc = sum(heads), sum(1 for h in heads if h == 1)
+        out = rand(gen, M, A + 1, scale=2.0)
+        mask = rand_mask(gen, M, heads, full_rows=((min(3, M - 1), 0),)) if masked else None
+        logstd = rand(gen, 1, Kc, scale=0.8) if Kc else None
+        if name == "continuous_m64":  # the clamps: logstd above 2, a mean beyond 1e6
+            logstd[0, 2] = 2.5
+            out[5, 1] = 1.5e6
+        acts = sample_legal(gen, M, heads, mask, out, logstd)
+        if name == "continuous_m64":
+            acts[5, 1] = 1e6 + 0.5  # exact in f32: the action is 0.5 above the clamped mean
+        logp, _ = heads_logp_entropy_any(out[:, :A], acts, heads, logstd, mask)
+        logp_old = (logp + rand(gen, M, scale=0.5)).to(torch.float32).to(torch.float64)
+        v_old = (out[:, A] + rand(gen, M, scale=0.5)).to(torch.float32).to(torch.float64)
+        adv = rand(gen, M, scale=1.0)
+        ret = rand(gen, M, scale=1.0)
+        out.requires_grad_()
+        if logstd is not None:
+            logstd.requires_grad_()
+        loss, stats, lp, ent = ppo_loss_heads_ref(out, acts, logp_old, v_old, adv, ret, heads, cfg, logstd, mask)
+        loss.backward()
+        items = [("out", out), ("actions", acts), ("logprobs", logp_old), ("values", v_old), ("advantages", adv),
+                 ("returns", ret), ("dout", out.grad), ("stats", stats), ("logp", lp), ("entropy", ent)]
+        if logstd is not None:
+            items += [("logstd", logstd), ("dlogstd", logstd.grad)]
+        for key, t in items:
+            tensors[f"{name}/{key}"] = f32(t)
+        if mask is not None:
+            tensors[f"{name}/mask"] = mask.to(torch.uint8).numpy()
+        cases[name] = {"M": M, "act_sizes": list(heads), "masked": masked, **cfg, "stats": list(STAT_NAMES)}
+    write("ppo_heads", tensors, "PPO loss with masked discrete heads (illegal logits -> -1e4 via torch.where), "
+          "Gaussian heads (straight-through clamps of mean and logstd, as PufferLib's analytic gradient) and hybrid "
+          "mixes; dout, dlogstd by autograd; per-element logp and entropy; stats = means of the logged terms", cases)
+
+
+ADVANTAGE_HEADS_CASES = {  # (R, T, heads, masked): V-trace, whose ratio needs the live log-probabilities
+    "vtrace_hybrid_t17": (5, 17, (3, 1, 2, 1), True),
+    "vtrace_masked_t9": (3, 9, (4,), True),
+    "vtrace_continuous_t6": (2, 6, (1, 1), False),
+}
+
+
+@family
+def advantage_heads(gen):
+    """V-trace advantages whose live ratio comes from masked / continuous / hybrid heads."""
+    tensors, cases = {}, {}
+    for name, (R, T, heads, masked) in ADVANTAGE_HEADS_CASES.items():
+        cfg = dict(LEARN, vtrace=1, vtrace_rho_clip=1.0, vtrace_c_clip=0.9)
+        A, Kc, M = sum(heads), sum(1 for h in heads if h == 1), R * T
+        out = rand(gen, M, A + 1, scale=2.0)
+        mask = rand_mask(gen, M, heads) if masked else None
+        logstd = rand(gen, 1, Kc, scale=0.8) if Kc else None
+        acts = sample_legal(gen, M, heads, mask, out, logstd)
+        logp, _ = heads_logp_entropy_any(out[:, :A], acts, heads, logstd, mask)
+        logp_old = (logp + rand(gen, M, scale=0.5)).to(torch.float32).to(torch.float64)
+        rewards = rand(gen, M, scale=2.0)
+        term = rand_terminals(gen, R, T).reshape(-1)
+        ratio = (logp - logp_old).exp()
+        adv, ret = advantage_ref(out[:, A].reshape(R, T), rewards.reshape(R, T), term.reshape(R, T),
+                                 ratio.reshape(R, T), cfg)
+        items = [("out", out), ("actions", acts), ("logprobs", logp_old), ("rewards", rewards), ("terminals", term),
+                 ("advantages", adv), ("returns", ret)]
+        if logstd is not None:
+            items.append(("logstd", logstd))
+        for key, t in items:
+            tensors[f"{name}/{key}"] = f32(t)
+        if mask is not None:
+            tensors[f"{name}/mask"] = mask.to(torch.uint8).numpy()
+        cases[name] = {"R": R, "T": T, "act_sizes": list(heads), "masked": masked, **cfg}
+    write("advantage_heads", tensors, "V-trace over [R,T] rows with the live ratio from masked/continuous/hybrid "
+          "heads; A_{T-1}=0; returns = V + A", cases)
+
+
+def init_policy_heads(gen, D, H, L, heads):
+    """init_policy plus logstd [1, Kc] (random here, so that its update is not trivial) for continuous heads."""
+    A, Kc = sum(heads), sum(1 for h in heads if h == 1)
+    w = init_policy(gen, D, H, L, A)
+    if Kc:
+        w = {"encoder": w["encoder"], "decoder": w["decoder"], "logstd": rand(gen, 1, Kc, scale=0.5),
+             **{k: v for k, v in w.items() if k.startswith("mingru")}}  # checkpoint order
+    return w
+
+
+LEARNER_HEADS_CASES = {  # (D, H, L, heads, N, T, R, vtrace, masked, max_grad_norm)
+    "continuous_2mb": (6, 16, 2, (1, 1, 1), 8, 8, 4, 0, False, 1.5),
+    "hybrid_masked_3mb": (9, 16, 2, (3, 1, 2, 1), 6, 6, 2, 1, True, 1.5),
+    "masked_clipped_1mb": (5, 8, 1, (4, 3), 4, 8, 4, 0, True, 0.05),  # the global grad clip is active
+}
+
+
+@family
+def learner_heads(gen):
+    """End-to-end minibatch updates with masked, continuous and hybrid heads (as `learner`), including
+    logstd's gradient (summed over the minibatch) and its Muon step as a [1, Kc] matrix."""
+    tensors, cases = {}, {}
+    lr = 0.015
+    for name, (D, H, L, heads, N, T, R, vtrace, masked, mgn) in LEARNER_HEADS_CASES.items():
+        cfg = dict(LEARN, vtrace=vtrace, max_grad_norm=mgn)
+        A, Kc = sum(heads), sum(1 for h in heads if h == 1)
+        w = init_policy_heads(gen, D, H, L, heads)
+        nets = {k: v for k, v in w.items() if k != "logstd"}
+        obs = rand(gen, N, T, D)
+        h0 = rand(gen, L, N, H, scale=0.5)
+        term = rand_terminals(gen, N, T)
+        mask = rand_mask(gen, N * T, heads) if masked else None
+        with torch.no_grad():
+            out0 = policy_forward_ref(nets, obs, h0, term, L).reshape(N * T, -1)
+        acts = sample_legal(gen, N * T, heads, mask, out0, w.get("logstd"))
+        logp0, _ = heads_logp_entropy_any(out0[:, :A], acts, heads, w.get("logstd"), mask)
+        logp_old = (logp0 + rand(gen, N * T, scale=0.3)).to(torch.float32).to(torch.float64)
+        v_old = (out0[:, A] + rand(gen, N * T, scale=0.3)).to(torch.float32).to(torch.float64)
+        rewards = rand(gen, N * T, scale=1.5)
+        items = [("obs", obs), ("h0", h0), ("terminals", term), ("actions", acts), ("logprobs", logp_old),
+                 ("values", v_old), ("rewards", rewards)]
+        for key, t in items:
+            tensors[f"{name}/{key}"] = f32(t)
+        if mask is not None:
+            tensors[f"{name}/mask"] = mask.to(torch.uint8).numpy()
+        for k in w:
+            tensors[f"{name}/w0.{k}"] = f32(w[k])
+        mom = {k: torch.zeros_like(v) for k, v in w.items()}
+        all_stats, clips = [], []
+        for m in range(N // R):
+            rows = slice(m * R, m * R + R)
+            flat = slice(m * R * T, (m * R + R) * T)
+            wg = {k: v.clone().requires_grad_() for k, v in w.items()}
+            nets = {k: v for k, v in wg.items() if k != "logstd"}
+            ls = wg.get("logstd")
+            mk = mask[flat] if mask is not None else None
+            out = policy_forward_ref(nets, obs[rows], h0[:, rows], term[rows], L).reshape(R * T, -1)
+            logp, _ = heads_logp_entropy_any(out[:, :A].detach(), acts[flat], heads,
+                                             ls.detach() if ls is not None else None, mk)
+            ratio = (logp - logp_old[flat]).exp()
+            adv, ret = advantage_ref(out[:, A].detach().reshape(R, T), rewards[flat].reshape(R, T),
+                                     term[rows], ratio.reshape(R, T), cfg)
+            loss, stats, _, _ = ppo_loss_heads_ref(out, acts[flat], logp_old[flat], v_old[flat], adv.reshape(-1),
+                                                   ret.reshape(-1), heads, cfg, ls, mk)
+            grads = torch.autograd.grad(loss, list(wg.values()))
+            w, mom, norm, clip = muon_ref(w, dict(zip(wg, grads)), mom, lr, cfg)
+            all_stats.append(torch.cat([stats, norm.reshape(1)]))
+            clips.append(float(clip))
+            for k in w:
+                tensors[f"{name}/w{m + 1}.{k}"] = f32(w[k])
+                tensors[f"{name}/momentum{m + 1}.{k}"] = f32(mom[k])
+        if mgn < 1.0:
+            assert max(clips) < 1.0, f"{name}: the global grad clip must be active ({clips})"
+        tensors[f"{name}/stats"] = f32(torch.stack(all_stats))
+        cases[name] = {"D": D, "H": H, "L": L, "act_sizes": list(heads), "N": N, "T": T, "R": R, "lr": lr,
+                       "minibatches": N // R, "masked": masked, "clip": clips, **cfg,
+                       "stats": list(STAT_NAMES) + ["grad_norm"]}
+    write("learner_heads", tensors, "end-to-end minibatch updates with masked/continuous/hybrid heads (forward, "
+          "advantage, PPO loss, autograd backward incl. logstd, Muon on every matrix incl. logstd [1,Kc]); "
+          "w{m}/momentum{m} after update m", cases)
 
 
 def main(argv):

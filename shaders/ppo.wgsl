@@ -1,14 +1,21 @@
-// ppo.wgsl — fused PPO loss with its analytic gradient, and the deterministic reduction of its stats.
+// ppo.wgsl — fused PPO loss with its analytic gradient, and the deterministic reductions of its outputs.
 //
-// ppo_loss, per element i of the minibatch (M = rows·T elements, every loss a mean over M):
-//   per head h: p = softmax(logits_h), H_h = −Σ p log p;  logp = Σ_h log p[a_h];  entropy = Σ_h H_h
-//   ratio = exp(logp − logp_old)
+// ppo_loss, per element i of the minibatch (M = rows·T elements, every loss a mean over M), heads in order:
+//   discrete head h: l_j = logit, or −1e4 where the action mask says illegal; p = softmax(l),
+//     H_h = −Σ p log p, log p(a_h) = log p[a_h]
+//   continuous head h (the k-th): μ = clamp(mean, ±1e6), s = clamp(logstd[k], −20, 2), σ = eˢ,
+//     a = clamp(action, ±1e6); log p(a_h) = −½((a − μ)/σ)² − ½log 2π − s;  H_h = ½(1 + log 2π) + s
+//   logp = Σ_h log p(a_h);  entropy = Σ_h H_h;  ratio = exp(logp − logp_old)
 //   L_pg = max(−A·ratio, −A·clip(ratio, 1 ± ε))
 //   v_clip = V_old + clip(v − V_old, ±ε_v);  L_v = ½·max((v − R)², (v_clip − R)²)
 //   L = L_pg + vf_coef·L_v − ent_coef·entropy
-// Gradient written straight into dout (the decoder output's gradient):
+// Gradient written straight into dout (the decoder output's gradient) and dlogstd_rows:
 //   g = d_ratio·ratio with d_ratio = −A/M, or 0 where the clipped branch is strictly larger (clip active)
-//   dL/dlogit_j = g·(1[j = a_h] − p_j) + (ent_coef/M)·p_j·(log p_j + H_h)     (head h's own entropy)
+//   discrete: dL/dl_j = g·(1[j = a_h] − p_j) + (ent_coef/M)·p_j·(log p_j + H_h)   (head h's own entropy);
+//     0 for a masked j (its logit was replaced by a constant)
+//   continuous: dL/dμ = g·(a − μ)/σ²;  dL/ds = g·((a − μ)²/σ² − 1) − ent_coef/M  (per element, in
+//     dlogstd_rows; PufferLib's formulas at the clamped μ and s: the clamps pass the gradient through)
+//     freeze_continuous = 1 (an ablation): both are 0
 //   dL/dv = (vf_coef/M)·(v − R), or 0 where the value clip is active and the clipped square is larger
 //   (gated on the clip being active: v_clip == v up to an ulp otherwise, and a float compare of the
 //   two squares would misfire).
@@ -17,20 +24,33 @@
 //
 // reduce_stats: logs[slot·S + k] = (Σ_i stats[i·S + k]) / M for every column k — one workgroup per
 //   column, a fixed summation order (strided partial sums, then a tree): bit-identical run to run.
+// reduce_logstd_grad: dlogstd[k] = Σ_i dlogstd_rows[i·Kc + k] (the state-independent logstd's
+//   gradient), one workgroup per continuous head, the same fixed order.
 //
-// Shapes: out/dout [M, ldo] (A logits, value, padding), actions [M, K], act_sizes [K] (u32),
-//   logprobs, values (rollout: old log-prob and value), advantages, returns [M], stats [M, S], logs [slots, S].
-// Bindings: out, actions, logprobs, values, advantages, returns, act_sizes (reads); dout, stats, logs; Params.
-// Dispatch: ppo_loss one invocation per element, grid ceil(M/WG); reduce_stats grid S, WG_REDUCE threads.
+// Shapes: out/dout [M, ldo] (A head columns, value, padding), actions [M, K], act_sizes [K] (u32),
+//   logstd [Kc], mask [M, W] u32 (bit j of word w = column 32·w + j legal; read only when masked = 1),
+//   logprobs, values (rollout: old log-prob and value), advantages, returns [M], stats [M, S],
+//   logs [slots, S], dlogstd_rows [M, Kc], dlogstd [Kc].
+// Bindings: out, actions, logprobs, values, advantages, returns, act_sizes, logstd, mask (reads);
+//   dout, dlogstd_rows, stats, logs, dlogstd; Params.
+// Dispatch: ppo_loss one invocation per element, grid ceil(M/WG); reduce_stats grid S and
+//   reduce_logstd_grad grid Kc, WG_REDUCE threads each.
 
 struct Params {
-    M: u32, K: u32, A: u32, ldo: u32, slot: u32,
+    M: u32, K: u32, A: u32, ldo: u32, slot: u32, W: u32, masked: u32, Kc: u32, freeze_continuous: u32,
     clip_coef: f32, vf_coef: f32, vf_clip_coef: f32, ent_coef: f32,
     out_off: u32, actions_off: u32, logprobs_off: u32, values_off: u32, advantages_off: u32,
-    returns_off: u32, act_sizes_off: u32, dout_off: u32, stats_off: u32, logs_off: u32,
+    returns_off: u32, act_sizes_off: u32, logstd_off: u32, mask_off: u32, dout_off: u32,
+    dlogstd_rows_off: u32, stats_off: u32, logs_off: u32, dlogstd_off: u32,
 }
 
 const S: u32 = 8u;
+const MASKED_LOGIT: f32 = -1e4;
+const MU_MAX: f32 = 1e6;
+const LOGSTD_MIN: f32 = -20.0;
+const LOGSTD_MAX: f32 = 2.0;
+const HALF_LOG_2PI: f32 = 0.9189385332046727;
+const HALF_1_PLUS_LOG_2PI: f32 = 1.4189385332046727;
 
 @group(0) @binding(0) var<storage, read> out: array<f32>;
 @group(0) @binding(1) var<storage, read> actions: array<f32>;
@@ -39,32 +59,63 @@ const S: u32 = 8u;
 @group(0) @binding(4) var<storage, read> advantages: array<f32>;
 @group(0) @binding(5) var<storage, read> returns: array<f32>;
 @group(0) @binding(6) var<storage, read> act_sizes: array<u32>;
-@group(0) @binding(7) var<storage, read_write> dout: array<f32>;
-@group(0) @binding(8) var<storage, read_write> stats: array<f32>;
-@group(0) @binding(9) var<storage, read_write> logs: array<f32>;
-@group(0) @binding(10) var<uniform> p: Params;
+@group(0) @binding(7) var<storage, read> logstd: array<f32>;
+@group(0) @binding(8) var<storage, read> mask: array<u32>;
+@group(0) @binding(9) var<storage, read_write> dout: array<f32>;
+@group(0) @binding(10) var<storage, read_write> dlogstd_rows: array<f32>;
+@group(0) @binding(11) var<storage, read_write> stats: array<f32>;
+@group(0) @binding(12) var<storage, read_write> logs: array<f32>;
+@group(0) @binding(13) var<storage, read_write> dlogstd: array<f32>;
+@group(0) @binding(14) var<uniform> p: Params;
 
 override WG: u32 = 64u;
 override WG_REDUCE: u32 = 256u;
 
-// log Σ exp over one head's logits out[b .. b+size)
-fn head_lse(b: u32, size: u32) -> f32 {
-    var mx = out[b];
-    for (var j = 1u; j < size; j++) { mx = max(mx, out[b + j]); }
-    var total = 0.0;
-    for (var j = 0u; j < size; j++) { total += exp(out[b + j] - mx); }
-    return mx + log(total);
+fn legal(i: u32, col: u32) -> bool {
+    if (p.masked == 0u) { return true; }
+    return ((mask[p.mask_off + i * p.W + col / 32u] >> (col % 32u)) & 1u) != 0u;
 }
 
-// entropy −Σ p log p of one head, given its log-sum-exp
-fn head_entropy(b: u32, size: u32, lse: f32) -> f32 {
+// logit of column col of element i as the distribution sees it (masked → −1e4)
+fn logit(i: u32, col: u32) -> f32 {
+    return select(MASKED_LOGIT, out[p.out_off + i * p.ldo + col], legal(i, col));
+}
+
+// One discrete head's (masked) logits, columns o .. o+size of element i: x = max logit, y = log Σ exp(l − max),
+// z = 1 when some choice is illegal. log p_j = (l_j − x) − y then (exact 0 − log size for a fully masked head,
+// where x = −1e4 has an ulp of 1e-3), else l_j − (x + y) as before masks existed (bit-identical unmasked runs).
+fn head_lse(i: u32, o: u32, size: u32) -> vec3<f32> {
+    var mx = logit(i, o);
+    var any_illegal = !legal(i, o);
+    for (var j = 1u; j < size; j++) {
+        mx = max(mx, logit(i, o + j));
+        any_illegal = any_illegal || !legal(i, o + j);
+    }
+    var total = 0.0;
+    for (var j = 0u; j < size; j++) { total += exp(logit(i, o + j) - mx); }
+    return vec3<f32>(mx, log(total), select(0.0, 1.0, any_illegal));
+}
+
+// log p of column col under a head's head_lse
+fn head_logp(i: u32, col: u32, lse: vec3<f32>) -> f32 {
+    if (lse.z != 0.0) { return (logit(i, col) - lse.x) - lse.y; }
+    return logit(i, col) - (lse.x + lse.y);
+}
+
+// entropy −Σ p log p of one discrete head, given its head_lse
+fn head_entropy(i: u32, o: u32, size: u32, lse: vec3<f32>) -> f32 {
     var ent = 0.0;
     for (var j = 0u; j < size; j++) {
-        let lpj = out[b + j] - lse;
+        let lpj = head_logp(i, o + j, lse);
         ent -= exp(lpj) * lpj;
     }
     return ent;
 }
+
+// clamped mean μ, log std s and action a of the k-th continuous head (column o) of element i
+fn gaussian_mu(i: u32, o: u32) -> f32 { return clamp(out[p.out_off + i * p.ldo + o], -MU_MAX, MU_MAX); }
+fn gaussian_logstd(k: u32) -> f32 { return clamp(logstd[p.logstd_off + k], LOGSTD_MIN, LOGSTD_MAX); }
+fn gaussian_action(i: u32, h: u32) -> f32 { return clamp(actions[p.actions_off + i * p.K + h], -MU_MAX, MU_MAX); }
 
 @compute @workgroup_size(WG, 1, 1)
 fn ppo_loss(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -73,16 +124,25 @@ fn ppo_loss(@builtin(global_invocation_id) gid: vec3<u32>) {
     let base = p.out_off + i * p.ldo;
     let inv_m = 1.0 / f32(p.M);
 
-    // pass 1: per-head log-sum-exp, logp of the taken actions, entropies
+    // pass 1: per-head log-probabilities of the taken actions and entropies
     var logp = 0.0;
     var entropy = 0.0;
     var o = 0u;
+    var kc = 0u;
     for (var h = 0u; h < p.K; h++) {
         let size = act_sizes[p.act_sizes_off + h];
-        let lse = head_lse(base + o, size);
-        entropy += head_entropy(base + o, size, lse);
-        let a = u32(actions[p.actions_off + i * p.K + h]);
-        logp += out[base + o + a] - lse;
+        if (size == 1u) {
+            let s = gaussian_logstd(kc);
+            let z = (gaussian_action(i, h) - gaussian_mu(i, o)) / exp(s);
+            logp += -0.5 * z * z - HALF_LOG_2PI - s;
+            entropy += HALF_1_PLUS_LOG_2PI + s;
+            kc += 1u;
+        } else {
+            let lse = head_lse(i, o, size);
+            entropy += head_entropy(i, o, size, lse);
+            let a = u32(actions[p.actions_off + i * p.K + h]);
+            logp += head_logp(i, o + a, lse);
+        }
         o += size;
     }
 
@@ -110,36 +170,58 @@ fn ppo_loss(@builtin(global_invocation_id) gid: vec3<u32>) {
     var dvalue = p.vf_coef * inv_m * (v - ret);
     if (v_clip_active && sq_clip > sq) { dvalue = 0.0; }
 
-    // pass 2: gradients of the logits
+    // pass 2: gradients of the head columns (and of logstd, per element)
     let ent_scale = p.ent_coef * inv_m;
+    let frozen = p.freeze_continuous != 0u;
     o = 0u;
+    kc = 0u;
     for (var h = 0u; h < p.K; h++) {
         let size = act_sizes[p.act_sizes_off + h];
-        let lse = head_lse(base + o, size);
-        let ent = head_entropy(base + o, size, lse);
-        let a = u32(actions[p.actions_off + i * p.K + h]);
-        for (var j = 0u; j < size; j++) {
-            let lpj = out[base + o + j] - lse;
-            let pj = exp(lpj);
-            dout[p.dout_off + i * p.ldo + o + j] = g * (select(0.0, 1.0, j == a) - pj) + ent_scale * pj * (lpj + ent);
+        if (size == 1u) {
+            let sigma = exp(gaussian_logstd(kc));
+            let var_ = sigma * sigma;
+            let diff = gaussian_action(i, h) - gaussian_mu(i, o);
+            dout[p.dout_off + i * p.ldo + o] = select(g * diff / var_, 0.0, frozen);
+            dlogstd_rows[p.dlogstd_rows_off + i * p.Kc + kc] = select(g * (diff * diff / var_ - 1.0) - ent_scale, 0.0,
+                                                                      frozen);
+            kc += 1u;
+        } else {
+            let lse = head_lse(i, o, size);
+            let ent = head_entropy(i, o, size, lse);
+            let a = u32(actions[p.actions_off + i * p.K + h]);
+            for (var j = 0u; j < size; j++) {
+                let lpj = head_logp(i, o + j, lse);
+                let pj = exp(lpj);
+                let d = g * (select(0.0, 1.0, j == a) - pj) + ent_scale * pj * (lpj + ent);
+                dout[p.dout_off + i * p.ldo + o + j] = select(0.0, d, legal(i, o + j));
+            }
         }
         o += size;
     }
     dout[p.dout_off + i * p.ldo + p.A] = dvalue;
     for (var j = p.A + 1u; j < p.ldo; j++) { dout[p.dout_off + i * p.ldo + j] = 0.0; }
 
-    let s = p.stats_off + i * S;
-    stats[s + 0u] = pg_loss;
-    stats[s + 1u] = v_loss;
-    stats[s + 2u] = entropy;
-    stats[s + 3u] = pg_loss + p.vf_coef * v_loss - p.ent_coef * entropy;
-    stats[s + 4u] = -logratio;
-    stats[s + 5u] = (ratio - 1.0) - logratio;
-    stats[s + 6u] = select(0.0, 1.0, abs(ratio - 1.0) > eps);
-    stats[s + 7u] = ratio;
+    let st = p.stats_off + i * S;
+    stats[st + 0u] = pg_loss;
+    stats[st + 1u] = v_loss;
+    stats[st + 2u] = entropy;
+    stats[st + 3u] = pg_loss + p.vf_coef * v_loss - p.ent_coef * entropy;
+    stats[st + 4u] = -logratio;
+    stats[st + 5u] = (ratio - 1.0) - logratio;
+    stats[st + 6u] = select(0.0, 1.0, abs(ratio - 1.0) > eps);
+    stats[st + 7u] = ratio;
 }
 
 var<workgroup> partial: array<f32, 1024>;
+
+// tree-sum of partial[0 .. WG_REDUCE) into partial[0] (every thread has written its own entry)
+fn tree_sum(j: u32) {
+    workgroupBarrier();
+    for (var half = WG_REDUCE / 2u; half > 0u; half /= 2u) {
+        if (j < half) { partial[j] += partial[j + half]; }
+        workgroupBarrier();
+    }
+}
 
 @compute @workgroup_size(WG_REDUCE, 1, 1)
 fn reduce_stats(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
@@ -148,10 +230,17 @@ fn reduce_stats(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup
     var acc = 0.0;
     for (var i = j; i < p.M; i += WG_REDUCE) { acc += stats[p.stats_off + i * S + k]; }
     partial[j] = acc;
-    workgroupBarrier();
-    for (var half = WG_REDUCE / 2u; half > 0u; half /= 2u) {
-        if (j < half) { partial[j] += partial[j + half]; }
-        workgroupBarrier();
-    }
+    tree_sum(j);
     if (j == 0u) { logs[p.logs_off + p.slot * S + k] = partial[0] / f32(p.M); }
+}
+
+@compute @workgroup_size(WG_REDUCE, 1, 1)
+fn reduce_logstd_grad(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+    let k = wid.x;  // continuous head
+    let j = lid.x;
+    var acc = 0.0;
+    for (var i = j; i < p.M; i += WG_REDUCE) { acc += dlogstd_rows[p.dlogstd_rows_off + i * p.Kc + k]; }
+    partial[j] = acc;
+    tree_sum(j);
+    if (j == 0u) { dlogstd[p.dlogstd_off + k] = partial[0]; }
 }

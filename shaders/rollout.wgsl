@@ -2,43 +2,53 @@
 //
 //   obs[n·T + t, 0:D] = obs_step[n, 0:D];  obs[n·T + t, D:ldo] = 0 (row padding for vec4 loads)
 //   rewards[n·T + t] = rewards_step[n];    terminals[n·T + t] = terminals_step[n]
+//   mask[n·T + t, 0:W] = mask_step[n, 0:W] (when masked = 1: the action mask, one bit per decoder column)
 //   (r_t, d_t beside o_t are the outcome of action a_{t−1}, as PufferLib stores them.)
 //
-// Shapes: obs_step [N, D], rewards_step/terminals_step [N], globals [4] u32 = (t, step, seed, _),
-//   obs [N·T, ldo], rewards/terminals [N·T]. N here is the agents of one dispatch (a chunk that
-//   fits the adapter's binding size); agent0 is the chunk's first agent in the step arrays.
-// Bindings: obs_step, rewards_step, terminals_step, globals (reads); obs, rewards, terminals; Params.
-// Dispatch: one invocation per (column, agent): grid (ceil(ldo/WG), N).
+// Shapes: obs_step [N, D], rewards_step/terminals_step [N], mask_step [N, W] u32, globals [4] u32 =
+//   (t, step, seed, flags), obs [N·T, ldo], rewards/terminals [N·T], mask [N·T, W] u32. N here is the
+//   agents of one dispatch (a chunk that fits the adapter's binding size); agent0 is the chunk's
+//   first agent in the step arrays.
+// Bindings: obs_step, rewards_step, terminals_step, mask_step, globals (reads); obs, rewards, terminals,
+//   mask; Params.
+// Dispatch: one invocation per (column, agent): grid (ceil(max(ldo, W)/WG), N).
 
 struct Params {
-    N: u32, D: u32, T: u32, ldo: u32, agent0: u32,
-    obs_step_off: u32, rewards_step_off: u32, terminals_step_off: u32, globals_off: u32,
-    obs_off: u32, rewards_off: u32, terminals_off: u32,
+    N: u32, D: u32, T: u32, ldo: u32, agent0: u32, W: u32, masked: u32,
+    obs_step_off: u32, rewards_step_off: u32, terminals_step_off: u32, mask_step_off: u32, globals_off: u32,
+    obs_off: u32, rewards_off: u32, terminals_off: u32, mask_off: u32,
 }
 
 @group(0) @binding(0) var<storage, read> obs_step: array<f32>;
 @group(0) @binding(1) var<storage, read> rewards_step: array<f32>;
 @group(0) @binding(2) var<storage, read> terminals_step: array<f32>;
-@group(0) @binding(3) var<storage, read> globals: array<u32>;
-@group(0) @binding(4) var<storage, read_write> obs: array<f32>;
-@group(0) @binding(5) var<storage, read_write> rewards: array<f32>;
-@group(0) @binding(6) var<storage, read_write> terminals: array<f32>;
-@group(0) @binding(7) var<uniform> p: Params;
+@group(0) @binding(3) var<storage, read> mask_step: array<u32>;
+@group(0) @binding(4) var<storage, read> globals: array<u32>;
+@group(0) @binding(5) var<storage, read_write> obs: array<f32>;
+@group(0) @binding(6) var<storage, read_write> rewards: array<f32>;
+@group(0) @binding(7) var<storage, read_write> terminals: array<f32>;
+@group(0) @binding(8) var<storage, read_write> mask: array<u32>;
+@group(0) @binding(9) var<uniform> p: Params;
 
 override WG: u32 = 64u;
 
 @compute @workgroup_size(WG, 1, 1)
 fn rollout_store(@builtin(global_invocation_id) gid: vec3<u32>) {
     let col = gid.x; let n = gid.y;
-    if (col >= p.ldo || n >= p.N) { return; }
+    if (n >= p.N) { return; }
     let t = globals[p.globals_off];
     let src = p.agent0 + n;
     let dst = n * p.T + t;
-    var v = 0.0;
-    if (col < p.D) { v = obs_step[p.obs_step_off + src * p.D + col]; }
-    obs[p.obs_off + dst * p.ldo + col] = v;
+    if (col < p.ldo) {
+        var v = 0.0;
+        if (col < p.D) { v = obs_step[p.obs_step_off + src * p.D + col]; }
+        obs[p.obs_off + dst * p.ldo + col] = v;
+    }
     if (col == 0u) {
         rewards[p.rewards_off + dst] = rewards_step[p.rewards_step_off + src];
         terminals[p.terminals_off + dst] = terminals_step[p.terminals_step_off + src];
+    }
+    if (p.masked != 0u && col < p.W) {
+        mask[p.mask_off + dst * p.W + col] = mask_step[p.mask_step_off + src * p.W + col];
     }
 }

@@ -1,34 +1,52 @@
 // sample.wgsl — per-head sampling from the decoder output during the rollout.
 //
-//   per agent n and head h (logits l = out[n, o_h .. o_h + size_h)):
+//   per agent n and head h, in head order (columns o_h .. o_h + size_h of out[n]):
+//   discrete head (size ≥ 2): l_j = out[n, o_h + j], or −1e4 where the action mask says illegal;
 //     p_j = softmax(l)_j;  u = uniform in (0, 1] from a counter-based hash of (seed, step, n, h)
-//     a_h = first j with u < cdf_j, else the last index   (inverse CDF)
-//   logprob = Σ_h log p_{a_h};  value = out[n, A]
-//   Actions are stored as float indices, for the env (actions_step) and the rollout (actions).
+//     a_h = first j with u < cdf_j, else the last legal index (inverse CDF);  log p_{a_h}
+//     deterministic: a_h = the first j with the largest l_j
+//   continuous head (size 1, the k-th such head): μ = clamp(out[n, o_h], ±1e6),
+//     s = clamp(logstd[k], −20, 2), σ = exp(s); ε ~ N(0, 1) by Box–Muller from two hashed uniforms;
+//     a_h = clamp(μ + σ·ε, ±1e6)  (deterministic: a_h = μ);  log p = −½((a_h − μ)/σ)² − ½log 2π − s
+//   logprob = Σ_h log p(a_h);  value = out[n, A]
+//   Actions are stored as floats (discrete indices or Gaussian samples), for the env (actions_step)
+//   and the rollout (actions).
 //
-// Shapes: out [N, ldo] (A logits then the value; ldo ≥ A+1), act_sizes [K] (u32),
-//   globals [4] u32 = (t, step, seed, unused), actions_step [N, K],
-//   rollout storage (agent-major, row = n·T + t): actions [N·T, K], logprobs [N·T], values [N·T].
-// Bindings: out, act_sizes, globals (reads); actions_step, actions, logprobs, values (writes); Params.
+// Shapes: out [N, ldo] (A head columns then the value; ldo ≥ A+1), act_sizes [K] (u32),
+//   globals [4] u32 = (t, step, seed, flags: bit 0 = deterministic), logstd [Kc],
+//   mask [N, W] u32 (bit j of word w = column 32·w + j legal; read only when masked = 1),
+//   actions_step [N, K], rollout storage (agent-major, row = n·T + t): actions [N·T, K],
+//   logprobs [N·T], values [N·T].
+// Bindings: out, act_sizes, globals, logstd, mask (reads); actions_step, actions, logprobs, values
+//   (writes); Params.
 // Dispatch: one invocation per agent, grid ceil(N/WG).
 // Same seed, step and logits → same actions (no hidden state: the RNG is a hash of the counter).
 
 struct Params {
-    N: u32, K: u32, A: u32, ldo: u32, T: u32,
-    out_off: u32, act_sizes_off: u32, globals_off: u32,
+    N: u32, K: u32, A: u32, ldo: u32, T: u32, W: u32, masked: u32,
+    out_off: u32, act_sizes_off: u32, globals_off: u32, logstd_off: u32, mask_off: u32,
     actions_step_off: u32, actions_off: u32, logprobs_off: u32, values_off: u32,
 }
 
 @group(0) @binding(0) var<storage, read> out: array<f32>;
 @group(0) @binding(1) var<storage, read> act_sizes: array<u32>;
 @group(0) @binding(2) var<storage, read> globals: array<u32>;
-@group(0) @binding(3) var<storage, read_write> actions_step: array<f32>;
-@group(0) @binding(4) var<storage, read_write> actions: array<f32>;
-@group(0) @binding(5) var<storage, read_write> logprobs: array<f32>;
-@group(0) @binding(6) var<storage, read_write> values: array<f32>;
-@group(0) @binding(7) var<uniform> p: Params;
+@group(0) @binding(3) var<storage, read> logstd: array<f32>;
+@group(0) @binding(4) var<storage, read> mask: array<u32>;
+@group(0) @binding(5) var<storage, read_write> actions_step: array<f32>;
+@group(0) @binding(6) var<storage, read_write> actions: array<f32>;
+@group(0) @binding(7) var<storage, read_write> logprobs: array<f32>;
+@group(0) @binding(8) var<storage, read_write> values: array<f32>;
+@group(0) @binding(9) var<uniform> p: Params;
 
 override WG: u32 = 64u;
+
+const MASKED_LOGIT: f32 = -1e4;  // PufferLib's value for an illegal choice: a fully masked head stays finite
+const MU_MAX: f32 = 1e6;
+const LOGSTD_MIN: f32 = -20.0;
+const LOGSTD_MAX: f32 = 2.0;
+const HALF_LOG_2PI: f32 = 0.9189385332046727;
+const TWO_PI: f32 = 6.283185307179586;
 
 // PCG hash (Jarzynski & Olano 2020): a good 32-bit mix, cheap on any GPU
 fn pcg(v: u32) -> u32 {
@@ -43,6 +61,23 @@ fn uniform01(seed: u32, step: u32, agent: u32, head: u32) -> f32 {
     return (f32(bits >> 8u) + 1.0) * (1.0 / 16777216.0);
 }
 
+// N(0, 1) by Box–Muller: u1 is the head's own uniform, u2 a second stream (high bit of the head index)
+fn normal01(seed: u32, step: u32, agent: u32, head: u32) -> f32 {
+    let u1 = uniform01(seed, step, agent, head);
+    let u2 = uniform01(seed, step, agent, head ^ 0x80000000u);
+    return sqrt(-2.0 * log(u1)) * cos(TWO_PI * u2);
+}
+
+fn legal(n: u32, col: u32) -> bool {
+    if (p.masked == 0u) { return true; }
+    return ((mask[p.mask_off + n * p.W + col / 32u] >> (col % 32u)) & 1u) != 0u;
+}
+
+// the logit of column col of agent n as the distribution sees it (masked → −1e4)
+fn logit(row: u32, n: u32, col: u32) -> f32 {
+    return select(MASKED_LOGIT, out[row + col], legal(n, col));
+}
+
 @compute @workgroup_size(WG, 1, 1)
 fn sample_actions(@builtin(global_invocation_id) gid: vec3<u32>) {
     let n = gid.x;
@@ -50,26 +85,52 @@ fn sample_actions(@builtin(global_invocation_id) gid: vec3<u32>) {
     let t = globals[p.globals_off];
     let step = globals[p.globals_off + 1u];
     let seed = globals[p.globals_off + 2u];
+    let deterministic = (globals[p.globals_off + 3u] & 1u) != 0u;
     let row = p.out_off + n * p.ldo;
     let dst = n * p.T + t;
     var logprob = 0.0;
     var o = 0u;
+    var kc = 0u;  // continuous heads so far
     for (var h = 0u; h < p.K; h++) {
         let size = act_sizes[p.act_sizes_off + h];
-        var mx = out[row + o];
-        for (var j = 1u; j < size; j++) { mx = max(mx, out[row + o + j]); }
-        var total = 0.0;
-        for (var j = 0u; j < size; j++) { total += exp(out[row + o + j] - mx); }
-        let u = uniform01(seed, step, n, h);
-        var pick = size - 1u;
-        var cdf = 0.0;
-        for (var j = 0u; j < size; j++) {
-            cdf += exp(out[row + o + j] - mx) / total;
-            if (u < cdf) { pick = j; break; }
+        var a: f32;
+        if (size == 1u) {
+            let mu = clamp(out[row + o], -MU_MAX, MU_MAX);
+            let s = clamp(logstd[p.logstd_off + kc], LOGSTD_MIN, LOGSTD_MAX);
+            let sigma = exp(s);
+            a = mu;
+            if (!deterministic) { a = clamp(mu + sigma * normal01(seed, step, n, h), -MU_MAX, MU_MAX); }
+            let z = (a - mu) / sigma;
+            logprob += -0.5 * z * z - HALF_LOG_2PI - s;
+            kc += 1u;
+        } else {
+            var mx = logit(row, n, o);
+            var best = 0u;
+            for (var j = 1u; j < size; j++) {
+                let l = logit(row, n, o + j);
+                if (l > mx) { best = j; }
+                mx = max(mx, l);
+            }
+            var total = 0.0;
+            for (var j = 0u; j < size; j++) { total += exp(logit(row, n, o + j) - mx); }
+            var pick = best;
+            if (!deterministic) {
+                let u = uniform01(seed, step, n, h);
+                pick = size - 1u;  // rounding left cdf < u: the last legal index (the last one if none is)
+                for (var j = size; j > 0u; j--) {
+                    if (legal(n, o + j - 1u)) { pick = j - 1u; break; }
+                }
+                var cdf = 0.0;
+                for (var j = 0u; j < size; j++) {
+                    cdf += exp(logit(row, n, o + j) - mx) / total;
+                    if (u < cdf) { pick = j; break; }
+                }
+            }
+            logprob += logit(row, n, o + pick) - mx - log(total);
+            a = f32(pick);
         }
-        logprob += out[row + o + pick] - mx - log(total);
-        actions_step[p.actions_step_off + n * p.K + h] = f32(pick);
-        actions[p.actions_off + dst * p.K + h] = f32(pick);
+        actions_step[p.actions_step_off + n * p.K + h] = a;
+        actions[p.actions_off + dst * p.K + h] = a;
         o += size;
     }
     logprobs[p.logprobs_off + dst] = logprob;

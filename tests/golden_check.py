@@ -21,6 +21,8 @@ TOLERANCES = {
     "policy_grad": (1e-4, "dW sums ≤ 48 rows of products through 4 layers and 16 steps; d obs through all of them"),
     "advantage": (1e-5, "a 64-step f32 recursion of O(1) terms; exp/log of the V-trace ratio to a few ulp"),
     "ppo": (1e-5, "per-element softmax/exp in f32 of O(1) logits"),
+    "ppo_logstd": (1e-5, "logstd's gradient: a fixed-order f32 sum of ≤ 517 per-element terms of O(1)"),
+    "sample": (1e-5, "sampled log-probabilities: f32 log-softmax / Gaussian log-density of O(1) values"),
     "ppo_stats": (1e-4, "means of ≤ 517 f32 terms of either sign (the KLs): the mean can be 100× below its terms"),
     "muon": (1e-5, "new weights: W changes by lr·X ≈ 1e-3 of W, so f32 NS error is far below this"),
     "muon_step": (2e-4, "the update X alone: 5 Newton–Schulz iterations amplify f32 rounding (a ≈ 4 per step near 0)"),

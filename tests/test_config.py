@@ -73,3 +73,68 @@ def test_section_flags_split_from_positionals():
     assert flags == ["--base.checkpoint_dir", "/tmp/ck", "--env.delay=3"]
     assert rest == ["--env", "memory", "latest", "--headless"]
     assert config.parse_flags(flags) == {"base.checkpoint_dir": "/tmp/ck", "env.delay": "3"}
+
+
+# ---- PufferLib inis load as they are ----
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+SQUARES = str(ROOT / "tests" / "envs5" / "squares" / "squares.h")
+
+
+def test_upstream_ini_loads_with_one_warning_listing_ignored_keys():
+    warnings = []
+    cfg, _ = config.load(SQUARES, warn=warnings.append)
+    assert len(warnings) == 1
+    w = warnings[0]
+    for key in ("[vec] num_envs", "[train] update_epochs", "[train] adam_beta1", "[train] prio_alpha"):
+        assert key in w, w
+    assert "env_name" not in w and "sweep" not in w  # accepted / skipped without a word
+    assert cfg["vec"]["num_buffers"] == 2 and cfg["vec"]["total_agents"] == 64
+    assert cfg["train"]["anneal_lr"] == 1 and isinstance(cfg["train"]["anneal_lr"], int)  # `true`
+    assert cfg["base"]["load_model_path"] is None  # 'None', quoted as PufferLib writes it
+    assert cfg["env"]["agents_per_env"] == 4 and "sweep" not in cfg
+
+
+def test_warning_goes_to_stderr_once(capsys):
+    config.load(SQUARES)
+    err = capsys.readouterr().err
+    assert err.count("warning:") == 1 and "ignoring 4 PufferLib key(s)" in err
+
+
+def test_key_no_pufferlib_version_knows_is_an_error(tmp_path):
+    header = tmp_path / "e" / "e.h"
+    header.parent.mkdir()
+    header.write_text("")
+    (tmp_path / "e" / "e.ini").write_text("[base]\nenv_name = e\n[train]\nlearnig_rate = 0.1\n")
+    with pytest.raises(config.ConfigError, match=r"e\.ini: unknown key \[train\] learnig_rate; no version of "
+                                                 r"PufferLib defines it.*learning_rate"):
+        config.load(str(header))
+    (tmp_path / "e" / "e.ini").write_text("[trian]\nhorizon = 3\n")
+    with pytest.raises(config.ConfigError, match=r"unknown section \[trian\]"):
+        config.load(str(header))
+    (tmp_path / "e" / "e.ini").write_text("[torch]\nnetwork = MinGRU\n[sweep.x.y]\nmin = 1\n[train]\nhorizon = 8\n")
+    warnings = []
+    cfg, _ = config.load(str(header), warn=warnings.append)
+    assert cfg["train"]["horizon"] == 8 and warnings == ["warning: e.ini: ignoring 1 PufferLib key(s) that "
+                                                         "puffgpu does not implement: [torch] network"]
+
+
+def test_flags_naming_unimplemented_pufferlib_keys_are_errors():
+    with pytest.raises(config.ConfigError, match=r"--train.update_epochs: unknown key \[train\] update_epochs "
+                                                 r"\(a PufferLib key that puffgpu does not implement\)"):
+        config.load("platformer", {"train.update_epochs": "2"})
+    cfg, _ = config.load("platformer", {"train.anneal_lr": "false", "vec.num_buffers": "2"})
+    assert cfg["train"]["anneal_lr"] == 0 and cfg["vec"]["num_buffers"] == 2
+
+
+def test_pufferlib_layout_finds_config_folder(tmp_path):
+    """ocean/<name>/<name>.h with config/<name>.ini, as in a PufferLib checkout."""
+    import envs
+    (tmp_path / "ocean" / "x").mkdir(parents=True)
+    (tmp_path / "config").mkdir()
+    header = tmp_path / "ocean" / "x" / "x.h"
+    header.write_text("")
+    (tmp_path / "config" / "x.ini").write_text("[env]\nsize = 5\n")
+    assert envs.env_ini_path(str(header)) == tmp_path / "config" / "x.ini"
+    cfg, _ = config.load(str(header))
+    assert cfg["env"]["size"] == 5

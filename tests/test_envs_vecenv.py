@@ -25,7 +25,7 @@ def test_list_envs_and_ini_paths():
     for name in names:
         assert envs.env_ini_path(name) == ROOT / "envs" / name / f"{name}.ini"
         ini = envs.read_ini(envs.env_ini_path(name))
-        assert set(ini) == {"base", "vec", "env", "train"}, name
+        assert {"base", "vec", "env", "train"} <= set(ini) <= {"base", "vec", "env", "policy", "train"}, name
 
 
 def test_make_shapes_and_views():
@@ -173,7 +173,7 @@ def test_render_shapes():
 # ---- input validation ----
 
 def test_unknown_env_name_lists_valid_ones():
-    with pytest.raises(ValueError, match=r"unknown env 'nope'.*bandit, memory, platformer"):
+    with pytest.raises(ValueError, match=r"unknown env 'nope'.*bandit, .*memory, platformer"):
         envs.make("nope", 4)
 
 
@@ -368,11 +368,104 @@ def test_old_style_header_errors_name_the_fix(tmp_path, cache):
 
 
 def test_string_env_keys_reach_dict_get_str(tmp_path, cache):
-    header = write_counter(tmp_path / "counter", 'env->length = (int)strlen(dict_get_str(kwargs, "name"));')
-    (tmp_path / "counter" / "counter.ini").write_text("[env]\nlength = 3\nname = level_one.txt\n")
-    env = envs.make(str(header), 2)
-    assert env.config["name"] == "level_one.txt"
+    header = write_counter(tmp_path / "counter", 'env->length = (int)strlen(dict_get_str(kwargs, "name"))'
+                                                 ' + (int)dict_get(kwargs, "bonus") - 4 + (int)dict_get(kwargs, "on");')
+    (tmp_path / "counter" / "counter.ini").write_text(
+        "[env]\nlength = 3\nname = level_one.txt\nbonus = 4, 9\non = false\n")
+    env = envs.make(str(header), 2)  # a comma list reads as its first number, as in PufferLib
+    assert env.config["name"] == "level_one.txt" and env.config["on"] == 0
     env.reset()
     for _ in range(13):
         env.step()
     assert env.log()["score"] == 13.0  # episodes of strlen("level_one.txt") = 13 steps
+
+
+def test_cache_follows_headers_included_from_elsewhere(tmp_path, cache):
+    """The cache key is every file the compiler read (-MD), not just the header's folder."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "length_bonus.h").write_text("#define LENGTH_BONUS 0\n")
+    header = write_counter(tmp_path / "counter", "env->length += LENGTH_BONUS;")
+    header.write_text(f'#include "{shared / "length_bonus.h"}"\n' + header.read_text())
+
+    def episode_length():
+        code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); import envs\n"
+                f"e = envs.make({str(header)!r}, 2); e.reset()\n"
+                f"n = 0\nwhile True:\n    e.step(); n += 1\n    if e.terminals[0]: break\nprint(n)")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=dict(os.environ, PUFFGPU_ENV_CACHE=str(cache)), timeout=120)
+        assert out.returncode == 0, out.stderr
+        return int(out.stdout)
+
+    assert episode_length() == 3
+    (shared / "length_bonus.h").write_text("#define LENGTH_BONUS 2\n")
+    assert episode_length() == 5, "editing an included header must rebuild"
+    assert len(list(cache.glob("_puf_counter_*.so"))) == 2
+    manifest = next(cache.glob("_puf_counter_*.json")).read_text()
+    assert str(shared / "length_bonus.h") in manifest and "pufferenv.h" in manifest
+
+
+def test_cache_location(monkeypatch, tmp_path):
+    from envs.build import cache_dir
+    monkeypatch.delenv("PUFFGPU_ENV_CACHE", raising=False)
+    monkeypatch.setenv("PUFFGPU_CACHE", str(tmp_path / "root"))
+    assert cache_dir() == tmp_path / "root" / "envs"
+    monkeypatch.delenv("PUFFGPU_CACHE")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_dir() == tmp_path / "home" / ".cache" / "puffgpu" / "envs"
+    monkeypatch.setenv("PUFFGPU_ENV_CACHE", str(tmp_path / "c"))
+    assert cache_dir() == tmp_path / "c"
+
+
+def test_raylib_call_outside_the_subset_is_named(tmp_path, cache):
+    header = write_counter(tmp_path / "counter")
+    header.write_text(header.read_text().replace(
+        "void puf_render(Env* env) { (void)env; }",
+        "void puf_render(Env* env) {\n    (void)env;\n    DrawCube((Vector3){0, 0, 0}, 1, 1, 1, RED);\n}"))
+    with pytest.raises(RuntimeError) as info:
+        envs.make(str(header), 2)
+    msg = str(info.value)
+    line = header.read_text().splitlines().index("    DrawCube((Vector3){0, 0, 0}, 1, 1, 1, RED);") + 1
+    assert f"failed at {header}:{line}:" in msg
+    assert "`DrawCube` is raylib API that puffgpu's software raylib subset (envs/raylib.h) does not provide" in msg
+
+
+def test_function_used_but_never_defined_is_named(tmp_path, cache):
+    header = write_counter(tmp_path / "counter")
+    header.write_text(header.read_text().replace("void puf_render(Env* env) { (void)env; }\n", "")
+                      + "void counter_helper(void);\nvoid puf_render(Env* env) { (void)env; counter_helper(); }\n")
+    with pytest.raises(RuntimeError, match=rf"needs `counter_helper`, which nothing defines \({header}:\d+ uses it\)"):
+        envs.make(str(header), 2)
+
+
+def test_upstream_style_render_draws_with_raylib(tmp_path, cache):
+    """raylib drawing calls of a 5.0 env land in the canvas: shapes, alpha, text, 2D camera."""
+    header = write_counter(tmp_path / "counter")
+    header.write_text(header.read_text().replace("void puf_render(Env* env) { (void)env; }", """
+void puf_render(Env* env) {
+    (void)env;
+    if (!IsWindowReady()) InitWindow(40, 30, "t");
+    BeginDrawing();
+    ClearBackground(BLACK);
+    DrawRectangle(0, 0, 10, 10, RED);
+    DrawRectangle(5, 5, 10, 10, Fade(BLUE, 0.5f));
+    DrawCircleV((Vector2){30, 10}, 5, GREEN);
+    Camera2D cam = {{0, 0}, {0, 0}, 0, 2};
+    BeginMode2D(cam);
+    DrawRectangleRec((Rectangle){1, 10, 2, 2}, WHITE);
+    EndMode2D();
+    DrawText(TextFormat("%d", 7), 20, 20, 10, YELLOW);
+    EndDrawing();
+    puf_web_vsync();
+}"""))
+    env = envs.make(str(header), 2)
+    env.reset()
+    img = env.render(0)
+    assert img.shape == (30, 40, 3)
+    assert tuple(img[2, 2]) == (230, 41, 55)          # RED
+    assert tuple(img[7, 7]) == (115, 81, 148)         # RED under BLUE at alpha 0.5 (127/255)
+    assert tuple(img[12, 12]) == (0, 60, 120)         # BLUE at 0.5 over black
+    assert tuple(img[10, 30]) == (0, 228, 48) and tuple(img[10, 24]) == (0, 0, 0)  # circle r=5
+    assert (img[20:24, 2:6] == 255).all() and img[19, 2].sum() == 0  # camera zoom 2: (1,10) 2x2 -> (2,20) 4x4
+    seven = (img[20:25, 20:23] == (253, 249, 0)).all(-1)  # '7' in the 3x5 font
+    assert seven.tolist() == [[True, True, True]] + [[False, False, True]] * 2 + [[False, True, False]] * 2

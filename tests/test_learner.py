@@ -13,7 +13,7 @@ def _cases(family):
 
 
 def _cfg(m):
-    return LearnerConfig(**{k: m[k] for k in LearnerConfig.__dataclass_fields__})
+    return LearnerConfig(**{k: m[k] for k in LearnerConfig.__dataclass_fields__ if k in m})
 
 
 def _pad(a, ld):

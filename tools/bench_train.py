@@ -1,20 +1,65 @@
-"""Training throughput: the default platformer config for a few epochs, end to end.
+"""Training throughput: an env's default config for a few epochs, end to end.
 
     python tools/bench_train.py [--epochs 3] [--env platformer] [--section.key value ...]
+    python tools/bench_train.py --env bandit --env.wait_us 50 --vec.num_threads 1 --buffers 1,2   # 1 vs 2 env buffers
 
 Runs trainer.run's loop (rollout with the GPU policy, env stepping, minibatch updates) with logs
 and checkpoints in a temporary folder. The first epoch (pipeline compilation, warm-up) is not
-counted. Prints SPS and the time split; last line `train <env>: <SPS> SPS on <adapter>`.
+counted. Prints SPS and the time split (with 2+ buffers "env" is the time spent waiting for env
+steps that inference did not hide); last line per run `train <env>: <SPS> SPS on <adapter>`.
+--buffers runs the same config once per vec.num_buffers value, one after the other in this
+process, and ends with a side-by-side line. bandit's [env] knobs make each env step slow: spin adds
+busy CPU work (10000: ~23 µs), wait_us a sleep (50: ~145 µs with Linux's timer slack); the line
+`env cost` states what was measured. On lavapipe inference runs on the same CPU cores as the envs,
+so only an env cost that leaves the cores free (wait_us; on a real GPU, any env) can be hidden.
 """
 import argparse
 import json
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import envs  # noqa: E402
 from trainer import config  # noqa: E402
 from trainer.run import train  # noqa: E402
+
+
+def env_cost_us(env_name, cfg, agents=64, steps=100):
+    """Microseconds of one agent step of the env alone, on one thread."""
+    env = envs.make(env_name, agents, config=cfg["env"], num_threads=1, check_actions=False)
+    env.reset()
+    env.step()
+    t = time.perf_counter()
+    for _ in range(steps):
+        env.step()
+    dt = time.perf_counter() - t
+    env.close()
+    return dt / (steps * agents) * 1e6
+
+
+def bench(env_name, cfg, epochs, adapter):
+    with tempfile.TemporaryDirectory(prefix="puffgpu-bench-") as tmp:
+        cfg["base"]["checkpoint_dir"] = f"{tmp}/checkpoints"
+        cfg["base"]["log_dir"] = f"{tmp}/logs"
+        cfg["base"]["checkpoint_interval"] = 10 ** 9  # only the final save
+        epoch_steps = cfg["vec"]["total_agents"] * cfg["train"]["horizon"]
+        cfg["train"]["total_timesteps"] = (epochs + 1) * epoch_steps
+        res = train(env_name, cfg, adapter=adapter, live=False)
+        rows = [json.loads(line) for line in Path(res["log"]).read_text().splitlines()]
+    head = rows[0]
+    timed = [r for r in rows if r["type"] == "epoch"][1:]
+    secs = sum(e["epoch_seconds"] for e in timed)
+    steps = len(timed) * head["num_agents"] * cfg["train"]["horizon"]
+    split = {k: sum(e.get(f"time/{k}", 0.0) * e["epoch_seconds"] for e in timed) / secs
+             for k in ("env", "inference", "learn")}
+    print(f"{len(timed)} timed epochs of {epoch_steps:,} steps ({head['num_agents']} agents x "
+          f"{cfg['train']['horizon']}, num_buffers {cfg['vec']['num_buffers']}): {secs:.1f} s")
+    print("time split: " + ", ".join(f"{k} {v:.0%} ({v * secs / len(timed):.2f} s/epoch)" for k, v in split.items()))
+    sps = steps / secs
+    print(f"train {Path(env_name).stem}: {sps:,.0f} SPS on {head['adapter']}", flush=True)
+    return sps, head["adapter"]
 
 
 def main():
@@ -22,26 +67,22 @@ def main():
     ap.add_argument("--env", default="platformer")
     ap.add_argument("--epochs", type=int, default=3, help="timed epochs (one more runs first as warm-up)")
     ap.add_argument("--adapter", default=None)
+    ap.add_argument("--buffers", default=None, help="comma list of vec.num_buffers values to run side by side, e.g. 1,2")
     args, rest = ap.parse_known_args()
     flags = config.parse_flags(rest)
     cfg, _ = config.load(args.env, flags)
-    with tempfile.TemporaryDirectory(prefix="puffgpu-bench-") as tmp:
-        cfg["base"]["checkpoint_dir"] = f"{tmp}/checkpoints"
-        cfg["base"]["log_dir"] = f"{tmp}/logs"
-        cfg["base"]["checkpoint_interval"] = 10 ** 9  # only the final save
-        epoch_steps = cfg["vec"]["total_agents"] * cfg["train"]["horizon"]
-        cfg["train"]["total_timesteps"] = (args.epochs + 1) * epoch_steps
-        res = train(args.env, cfg, adapter=args.adapter, live=False)
-        rows = [json.loads(line) for line in Path(res["log"]).read_text().splitlines()]
-        head = rows[0]
-        epochs = [r for r in rows if r["type"] == "epoch"][1:]
-    secs = sum(e["epoch_seconds"] for e in epochs)
-    steps = sum(e["global_step"] - p["global_step"] for p, e in zip([{"global_step": epoch_steps}] + epochs, epochs))
-    split = {k: sum(e[f"time/{k}"] * e["epoch_seconds"] for e in epochs) / secs for k in ("env", "inference", "learn")}
-    print(f"{len(epochs)} timed epochs of {epoch_steps:,} steps ({head['num_agents']} agents x "
-          f"{cfg['train']['horizon']}): {secs:.1f} s")
-    print("time split: " + ", ".join(f"{k} {v:.0%} ({v * secs / len(epochs):.2f} s/epoch)" for k, v in split.items()))
-    print(f"train {args.env}: {steps / secs:,.0f} SPS on {head['adapter']}")
+    if args.buffers is None:
+        bench(args.env, cfg, args.epochs, args.adapter)
+        return
+    counts = [int(b) for b in args.buffers.split(",")]
+    print(f"env cost: {env_cost_us(args.env, cfg):.1f} us per agent step ({Path(args.env).stem}, one thread)")
+    results = {}
+    for b in counts:
+        run_cfg = json.loads(json.dumps(cfg))  # a fresh copy per run
+        run_cfg["vec"]["num_buffers"] = b
+        results[b], adapter = bench(args.env, run_cfg, args.epochs, args.adapter)
+    print(f"train {Path(args.env).stem} by num_buffers: "
+          + ", ".join(f"{b}: {sps:,.0f} SPS" for b, sps in results.items()) + f" on {adapter}")
 
 
 if __name__ == "__main__":

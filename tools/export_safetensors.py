@@ -4,8 +4,10 @@
     python tools/export_safetensors.py PATH.bin --obs-size 413 --hidden 128 --layers 4 --heads 3,3
         (for a PufferLib file without a sidecar)
 
-Tensors: encoder.weight [H, D], decoder.weight [A+1, H] (logits of all heads, then the value),
-mingru.<l>.weight [3H, H] (rows: hidden, gate, highway projection). Metadata carries the sidecar.
+Tensors: encoder.weight [H, D], decoder.weight [A+1, H] (every head's columns: logits of a discrete
+head, the mean of a continuous one; then the value), decoder.logstd [1, Kc] (only with continuous
+heads: their state-independent log std), mingru.<l>.weight [3H, H] (rows: hidden, gate, highway
+projection). Metadata carries the sidecar.
 """
 import argparse
 import json
@@ -18,6 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from trainer.checkpoint import CheckpointError, atomic_write, load, read_sidecar  # noqa: E402
 from trainer.policy import PolicySpec, unflatten  # noqa: E402
 
+EXPORT_NAMES = {"logstd": "decoder.logstd"}  # PufferLib keeps logstd with the decoder's weights
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -26,21 +30,24 @@ def main():
     ap.add_argument("--obs-size", type=int)
     ap.add_argument("--hidden", type=int)
     ap.add_argument("--layers", type=int)
-    ap.add_argument("--heads", help="comma-separated head sizes, e.g. 3,3")
+    ap.add_argument("--heads", help="comma-separated head sizes, e.g. 3,3 (1 = a continuous head)")
     args = ap.parse_args()
     path = Path(args.checkpoint)
     meta = read_sidecar(path) if path.exists() else None
-    if meta:
-        spec = PolicySpec(meta["obs_size"], meta["hidden_size"], meta["num_layers"], tuple(meta["act_sizes"]))
-    elif None not in (args.obs_size, args.hidden, args.layers, args.heads):
-        spec = PolicySpec(args.obs_size, args.hidden, args.layers, tuple(int(h) for h in args.heads.split(",")))
-    else:
-        sys.exit(f"{path} has no sidecar: give --obs-size, --hidden, --layers and --heads")
+    try:
+        if meta:
+            spec = PolicySpec(meta["obs_size"], meta["hidden_size"], meta["num_layers"], tuple(meta["act_sizes"]))
+        elif None not in (args.obs_size, args.hidden, args.layers, args.heads):
+            spec = PolicySpec(args.obs_size, args.hidden, args.layers, tuple(int(h) for h in args.heads.split(",")))
+        else:
+            sys.exit(f"{path} has no sidecar: give --obs-size, --hidden, --layers and --heads")
+    except ValueError as e:
+        sys.exit(f"error: {e}")
     try:
         weights, meta = load(path, spec)
     except CheckpointError as e:
         sys.exit(f"error: {e}")
-    tensors = {f"{k}.weight": v.copy() for k, v in unflatten(spec, weights).items()}
+    tensors = {EXPORT_NAMES.get(k, f"{k}.weight"): v.copy() for k, v in unflatten(spec, weights).items()}
     out = Path(args.out) if args.out else path.with_suffix(".safetensors")
     tmp = out.with_name(f".{out.name}.tmp")
     save_file(tensors, str(tmp), metadata={"puffgpu": json.dumps(meta or spec.describe(), sort_keys=True)})

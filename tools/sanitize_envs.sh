@@ -5,6 +5,7 @@
 #
 #   tools/sanitize_envs.sh                  # every env in envs/*/
 #   tools/sanitize_envs.sh platformer       # one env
+#   tools/sanitize_envs.sh path/to/my_env.h # any env header (its .ini beside it)
 #   AGENTS=16 STEPS=10000 THREADS=2 tools/sanitize_envs.sh
 #
 # Exits 0 if all passed, 1 on a failure, 77 if the compiler cannot build with the sanitizers.
@@ -39,14 +40,21 @@ if [ $# -gt 0 ]; then names=("$@"); else
 fi
 export ASAN_OPTIONS="detect_leaks=$leaks:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1"
 for name in "${names[@]}"; do
-    ini="$root/envs/$name/$name.ini"
+    if [[ "$name" == *.h ]]; then  # a header path
+        header="$(cd "$(dirname "$name")" && pwd)/$(basename "$name")"
+        name="$(basename "$name" .h)"
+        ini="${header%.h}.ini"
+    else
+        header="$root/envs/$name/$name.h"
+        ini="$root/envs/$name/$name.ini"
+    fi
     # key = value lines of the [env] section, comments stripped, _ digit separators removed
     mapfile -t kv < <([ -f "$ini" ] && awk '
         /^[[:space:]]*\[/ { in_env = ($0 ~ /^[[:space:]]*\[env\]/); next }
         in_env { sub(/[;#].*/, ""); gsub(/[[:space:]]/, ""); i = index($0, "=")
                  if (i) { v = substr($0, i + 1); gsub(/_/, "", v); print substr($0, 1, i) v } }' "$ini" || true)
     bin="$out/$name"
-    "$cc" "${flags[@]}" -I"$root/envs" -DENV_HEADER="\"$name/$name.h\"" \
+    "$cc" "${flags[@]}" -I"$(dirname "$header")" -I"$root/envs" -DENV_HEADER="\"$header\"" \
         "$root/envs/vecenv_driver.c" -lm -o "$bin"
     echo "== $name: $agents agents x $steps steps, $threads threads, [env] ${kv[*]:-}"
     "$bin" --agents "$agents" --steps "$steps" --threads "$threads" --garbage "${kv[@]}"

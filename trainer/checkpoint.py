@@ -4,9 +4,10 @@
     <checkpoint_dir>/<env>/<run_id>/<global_step:016d>.json       sidecar: env, D, H, L, heads, step, config, sha256
     <checkpoint_dir>/<env>/<run_id>/<global_step:016d>.momentum.bin  Muon momentum (same layout), for resuming
 
-The .bin is exactly what PufferLib 5.0 reads and writes (tensors in order encoder, decoder, MinGRU
-layers, each zero-padded to a multiple of 8 floats; no header), so it loads in PufferLib and
-PufferLib's files load here. Every file is written to a temporary name, fsynced and renamed, so a
+The .bin is exactly what PufferLib 5.0 reads and writes (tensors in order encoder, decoder, logstd
+for continuous heads, MinGRU layers, each zero-padded to a multiple of 8 floats; no header), so it
+loads in PufferLib and PufferLib's files load here. Policies that mix discrete and continuous heads
+(hybrid, puffgpu only) use the same layout rule; their sidecar says `"puffgpu_only": true`. Every file is written to a temporary name, fsynced and renamed, so a
 crash never leaves a half-written checkpoint under the final name; the sidecar is renamed last,
 so a checkpoint is complete exactly when its sidecar exists.
 """
@@ -22,6 +23,7 @@ import numpy as np
 from .policy import PolicySpec
 
 FORMAT = "pufferlib5-raw-f32"
+FORMAT_HYBRID = "puffgpu-hybrid-raw-f32"  # same layout rule, but a head mix PufferLib 5.0 cannot load
 
 
 class CheckpointError(ValueError):
@@ -76,8 +78,15 @@ def save(path: Path, weights: np.ndarray, spec: PolicySpec, env: str, step: int,
     if w.shape != (spec.num_floats,):
         raise CheckpointError(f"weights hold {w.size} floats; the architecture {spec.describe()} needs {spec.num_floats}")
     blob = w.tobytes()
-    meta = {"format": FORMAT, "env": env, **spec.describe(), "num_floats": spec.num_floats,
-            "bytes": len(blob), "global_step": int(step), "sha256": _sha256(blob), "config": config or {}}
+    meta = {"format": FORMAT, "env": env, **spec.describe(), "action_space": spec.action_space,
+            "num_floats": spec.num_floats, "bytes": len(blob), "global_step": int(step), "sha256": _sha256(blob),
+            "config": config or {}}
+    if spec.action_space == "hybrid":  # PufferLib rejects mixed action spaces: say so where a reader looks
+        meta["format"] = FORMAT_HYBRID
+        meta["puffgpu_only"] = True
+    notes = spec.pufferlib_notes()
+    if notes:
+        meta["pufferlib_notes"] = notes
     atomic_write(path, blob)
     if momentum is not None:
         m = np.ascontiguousarray(momentum, dtype="<f4")

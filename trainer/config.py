@@ -1,12 +1,20 @@
 """Config: trainer/default.ini, then envs/<env>/<env>.ini, then --section.key value flags.
 
 Same keys and layering as PufferLib 5.0 (`puf_ini_load_env`): only keys that exist in the defaults
-(or, for [env], in the env's own ini) can be set; an unknown section or key is an error that lists
-the valid ones. Values keep the type of their default (ints, floats, strings, None).
+(or, for [env], in the env's own ini) can be set. Values keep the type of their default (ints,
+floats, strings, None); true/false are booleans (1/0).
+
+An env's ini as PufferLib ships it loads unchanged: `[base] env_name` is accepted, `[sweep]` and
+`[sweep.*]` sections are skipped (the sweep tool reads them itself), and keys that some version of
+PufferLib defines but puffgpu does not implement (`[vec] num_envs`, `[train] update_epochs`, 4.0's
+Adam/prioritized-replay keys, ...: UPSTREAM_KEYS) are ignored with one warning that lists them. A
+key that no PufferLib version knows is an error that lists the valid keys, and so is every key a
+command-line flag names that puffgpu does not implement.
 """
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import envs
@@ -16,6 +24,46 @@ from .learner import check_minibatching
 
 DEFAULT_INI = Path(__file__).resolve().parent / "default.ini"
 SECTIONS = ("base", "vec", "env", "policy", "train")
+
+# Keys PufferLib's default.ini defines in some version (5.0 G1-G3 `config/default.ini`, 4.0, the
+# 3.x `pufferlib/config/default.ini`) that puffgpu does not implement. Whole sections are listed
+# as None: every key in them is PufferLib's ([torch] names 4.0's torch modules, [rnn] and 3.x's
+# [policy] hold policy-constructor arguments, [selfplay] is 5.0's opponent pool).
+UPSTREAM_KEYS: dict[str, set[str] | None] = {
+    "base": {"env_name", "package", "policy_name", "rnn_name", "max_suggestion_cost", "gpu_offset",
+             "rank", "world_size", "gpu_id", "nccl_id", "profile", "eval_episodes", "eval_agents",
+             "load_enemy_model_path", "run_id", "result_fd", "cudagraphs", "async", "reset_state"},
+    "vec": {"num_policies", "hist_policy_hidden_size", "hist_policy_num_layers", "hist_policy_percent",
+            "backend", "num_envs", "num_workers", "batch_size", "zero_copy", "seed", "envs_per_worker",
+            "envs_per_batch", "env_batch_size"},
+    "policy": {"expansion_factor"},
+    "train": {"gpus", "seed", "anneal_ent_coef", "min_ent_coef_ratio", "verb_eps", "verb_eps_anneal_start",
+              "verb_eps_anneal_end", "beta1", "beta2", "eps", "prio_alpha", "prio_beta0", "name", "project",
+              "torch_deterministic", "cpu_offload", "device", "optimizer", "precision", "update_epochs",
+              "adam_beta1", "adam_beta2", "adam_eps", "data_dir", "checkpoint_interval", "batch_size",
+              "max_minibatch_size", "bptt_horizon", "compile", "compile_mode", "compile_fullgraph",
+              "norm_adv", "target_kl", "clip_vloss", "env_batch_size", "num_minibatches", "exp_id",
+              "verbose", "use_rnn"},
+    "torch": None,
+    "rnn": None,
+    "selfplay": None,
+}
+# Accepted without a warning: puffgpu takes the env from --env, and the name is informational.
+SILENT_KEYS = {("base", "env_name")}
+
+
+def is_sweep_section(section: str) -> bool:
+    """[sweep] and [sweep.*]: hyperparameter-search settings, read by the sweep tool itself."""
+    return section == "sweep" or section.startswith("sweep.")
+
+
+def upstream_key(section: str, key: str) -> bool:
+    """Whether some PufferLib version defines [section] key (in a section puffgpu lacks, or a key
+    puffgpu does not implement)."""
+    if section not in UPSTREAM_KEYS:
+        return False
+    keys = UPSTREAM_KEYS[section]
+    return keys is None or key in keys
 
 
 class ConfigError(ValueError):
@@ -40,7 +88,7 @@ def read_described_ini(path: Path) -> tuple[dict, dict]:
         if line[0] in ";#":
             comment.append(line[1:].strip())
             continue
-        m = re.fullmatch(r"\[([\w.]+)\]", line)
+        m = re.fullmatch(r"\[\s*([\w.-]+)\s*\]", line)
         if m:
             section, comment = m.group(1), []
             values.setdefault(section, {})
@@ -57,6 +105,9 @@ def read_described_ini(path: Path) -> tuple[dict, dict]:
 
 
 def _value(text: str):
+    text = text.strip()
+    if len(text) >= 2 and text[0] in "'\"" and text[-1] == text[0]:  # PufferLib strips quotes
+        text = text[1:-1]
     v = parse_value(text)
     return None if isinstance(v, str) and v.lower() == "none" else v
 
@@ -73,7 +124,9 @@ def _coerce(section: str, key: str, default, value, source: str):
         if isinstance(value, (bool, int)) and value in (0, 1):
             return bool(value)
     elif isinstance(default, int):
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and float(value).is_integer():
+        if isinstance(value, bool):  # true/false for 0/1 switches (anneal_lr = true)
+            return int(value)
+        if isinstance(value, (int, float)) and float(value).is_integer():
             return int(value)
     elif isinstance(default, float):
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -88,11 +141,14 @@ def valid_keys_message(cfg: dict, section: str) -> str:
     return ", ".join(sorted(cfg[section]))
 
 
-def load(env_name: str, flags: dict[str, str] | None = None) -> tuple[dict, dict]:
-    """The layered config for `env_name` → (config, descriptions)."""
+def load(env_name: str, flags: dict[str, str] | None = None, warn=None) -> tuple[dict, dict]:
+    """The layered config for `env_name` → (config, descriptions). Keys of the env's ini that
+    PufferLib defines but puffgpu ignores are reported in one line through `warn` (default: a
+    warning on stderr)."""
     cfg, desc = read_described_ini(DEFAULT_INI)
     cfg = {s: kv for s, kv in cfg.items() if not is_sweep_section(s)}
     ini = envs.env_ini_path(env_name)
+    ignored = []
     if ini.is_file():
         env_values, env_desc = read_described_ini(ini)
         desc.update(env_desc)
@@ -100,21 +156,37 @@ def load(env_name: str, flags: dict[str, str] | None = None) -> tuple[dict, dict
             if is_sweep_section(section):
                 continue
             if section not in cfg:
-                raise ConfigError(f"{ini}: unknown section [{section}]; sections: {', '.join(SECTIONS)}")
+                if section in UPSTREAM_KEYS:
+                    ignored += [f"[{section}] {k}" for k in kv] or [f"[{section}]"]
+                    continue
+                raise ConfigError(f"{ini}: unknown section [{section}]; sections: {', '.join(SECTIONS)} "
+                                  f"(and PufferLib's {', '.join(f'[{k}]' for k in UPSTREAM_KEYS if k not in SECTIONS)}, "
+                                  f"[sweep*], which puffgpu skips)")
             for key, value in kv.items():
                 if section == "env":  # the env's own keys are defined by its ini
                     cfg["env"][key] = value
                     continue
                 if key not in cfg[section]:
-                    raise ConfigError(f"{ini}: unknown key [{section}] {key}; valid keys: "
-                                      f"{valid_keys_message(cfg, section)}")
+                    if (section, key) in SILENT_KEYS:
+                        continue
+                    if upstream_key(section, key):
+                        ignored.append(f"[{section}] {key}")
+                        continue
+                    raise ConfigError(f"{ini}: unknown key [{section}] {key}; no version of PufferLib "
+                                      f"defines it. Valid keys: {valid_keys_message(cfg, section)}")
                 cfg[section][key] = _coerce(section, key, cfg[section][key], value, str(ini))
+    if ignored:
+        text = (f"warning: {ini.name}: ignoring {len(ignored)} PufferLib key(s) that puffgpu does not "
+                f"implement: {', '.join(ignored)}")
+        (warn or (lambda t: print(t, file=sys.stderr, flush=True)))(text)
     for name, value in (flags or {}).items():
         section, key = split_flag(name)
         if section not in cfg:
             raise ConfigError(f"--{name}: unknown section [{section}]; sections: {', '.join(SECTIONS)}")
         if key not in cfg[section]:
-            raise ConfigError(f"--{name}: unknown key [{section}] {key}; valid keys in [{section}]: "
+            known = (" (a PufferLib key that puffgpu does not implement)"
+                     if upstream_key(section, key) or (section, key) in SILENT_KEYS else "")
+            raise ConfigError(f"--{name}: unknown key [{section}] {key}{known}; valid keys in [{section}]: "
                               f"{valid_keys_message(cfg, section)}")
         cfg[section][key] = _coerce(section, key, cfg[section][key], value, f"--{name}")
     return cfg, desc
@@ -148,9 +220,9 @@ def validate(cfg: dict, num_agents: int | None = None):
         errors.append(f"policy.hidden_size must be a positive multiple of 8, got {p['hidden_size']}")
     if p["num_layers"] < 1:
         errors.append(f"policy.num_layers must be >= 1, got {p['num_layers']}")
-    if v["num_buffers"] != 1:
-        errors.append(f"vec.num_buffers = {v['num_buffers']}: puffgpu steps envs and inference in turn; only 1 "
-                      f"is supported")
+    if v["num_buffers"] < 1 or N % v["num_buffers"]:
+        errors.append(f"vec.num_buffers = {v['num_buffers']} must be >= 1 and divide the {N} agents "
+                      f"(each buffer holds an equal share)")
     if v["total_agents"] < 1:
         errors.append(f"vec.total_agents must be >= 1, got {v['total_agents']}")
     if t["total_timesteps"] < t["horizon"] * N:

@@ -7,8 +7,9 @@
 
 Headless counting is fair: every env contributes exactly its first k episodes (k = episodes /
 parallel envs, rounded up). Counting whatever finishes first would over-count short episodes
-(early deaths). Sampling is stochastic, as in training. Config flags (--env.frameskip 2,
---base.checkpoint_dir DIR, …) apply.
+(early deaths). Sampling is stochastic, as in training; --deterministic takes each discrete head's
+most likely legal choice and each continuous head's mean μ instead. The env's action mask applies
+as in training. Config flags (--env.frameskip 2, --base.checkpoint_dir DIR, …) apply.
 """
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ from .policy import Policy, PolicySpec, Rollout, RolloutStep  # noqa: E402
 class Evaluator:
     """A policy from a checkpoint driving N agents of an env, one GPU step per env step."""
 
-    def __init__(self, env_name: str, cfg: dict, checkpoint: str, num_agents: int, seed: int, adapter=None):
+    def __init__(self, env_name: str, cfg: dict, checkpoint: str, num_agents: int, seed: int, adapter=None,
+                 deterministic: bool = False):
         self.gpu = get_gpu(adapter, quiet=True)
         self.env = envs.make(env_name, num_agents, config=cfg["env"], num_threads=cfg["vec"]["num_threads"],
                              seed=seed, check_actions=False)
@@ -46,13 +48,13 @@ class Evaluator:
         self.path = path
         self.policy = Policy(self.gpu, self.spec, weights)
         self.rollout = Rollout(self.gpu, self.spec, self.env.num_agents, 1)
-        self.infer = RolloutStep(self.policy, self.rollout, seed=seed)
+        self.infer = RolloutStep(self.policy, self.rollout, seed=seed, deterministic=deterministic)
         self.steps = 0
         self.env.reset()
 
     def step(self):
         env = self.env
-        actions = self.infer(0, self.steps, env.observations, env.rewards, env.terminals)
+        actions = self.infer(0, self.steps, env.observations, env.rewards, env.terminals, env.action_mask)
         env.step(actions)
         self.steps += 1
 
@@ -87,23 +89,27 @@ def main(argv=None) -> int:
     ap.add_argument("--gif", help="record one episode of env 0 to this GIF file (no display needed)")
     ap.add_argument("--fps", type=float, default=30, help="window/GIF frame rate")
     ap.add_argument("--seed", type=int, default=1, help="seed for the envs and action sampling")
+    ap.add_argument("--deterministic", action="store_true",
+                    help="no sampling: the most likely legal choice of each discrete head, the mean of each continuous one")
     ap.add_argument("--adapter", default=None, help="GPU adapter name/backend substring")
     flags, argv = config_mod.split_section_flags(sys.argv[1:] if argv is None else argv)
     args = ap.parse_args(argv)
     try:
         cfg, _ = config_mod.load(args.env, config_mod.parse_flags(flags))
         if args.headless:
-            ev = Evaluator(args.env, cfg, args.checkpoint, min(args.agents, args.episodes), args.seed, args.adapter)
+            ev = Evaluator(args.env, cfg, args.checkpoint, min(args.agents, args.episodes), args.seed, args.adapter,
+                           deterministic=args.deterministic)
             t0 = time.perf_counter()
             res = ev.measure(args.episodes)
             dt = time.perf_counter() - t0
-            print(f"checkpoint {ev.path} (step {ev.meta.get('global_step', '?')})")
+            print(f"checkpoint {ev.path} (step {ev.meta.get('global_step', '?')})"
+                  + (", deterministic actions" if args.deterministic else ""))
             print(f"{ev.env.name}: " + " ".join(f"{k} {v:.4f}" for k, v in res.items() if k != "episodes")
                   + f" over {res['episodes']} episodes ({ev.env.num_envs} envs × first "
                   f"{res['episodes'] // ev.env.num_envs}) in {dt:.1f} s")
             print(f"perf {res.get('perf', float('nan')):.4f}")
             return 0
-        ev = Evaluator(args.env, cfg, args.checkpoint, 1, args.seed, args.adapter)
+        ev = Evaluator(args.env, cfg, args.checkpoint, 1, args.seed, args.adapter, deterministic=args.deterministic)
         print(f"checkpoint {ev.path} (step {ev.meta.get('global_step', '?')})")
         if args.gif:
             frames = [ev.env.render(0)]

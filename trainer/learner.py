@@ -5,7 +5,8 @@ shuffling: minibatch m uses rows [(m·R) mod N, … + R). Its plan, built once, 
 
     scan forward from the rollout-start state → decoder                (policy_forward)
     → GAE / V-trace from the live values                               (advantage.wgsl)
-    → fused PPO loss writing dL/dlogits, dL/dvalue + logged stats      (ppo.wgsl)
+    → fused PPO loss writing dL/dlogits, dL/dmeans, dL/dvalue + logged stats, then dL/dlogstd
+      summed over the minibatch                                        (ppo.wgsl)
     → backward through decoder, scans and encoder into the gradients   (policy_backward)
     → global grad-norm clip → Nesterov momentum → per-matrix Frobenius normalisation
     → 5 Newton–Schulz iterations on the smaller Gram side (matmul.wgsl) → W −= lr·scale·X (muon.wgsl)
@@ -22,7 +23,7 @@ import numpy as np
 
 from . import ops
 from .gpu import GPU, GPUError, Plan, Range
-from .policy import Activations, Policy, PolicySpec, Rollout, policy_backward, policy_forward
+from .policy import Activations, Policy, PolicySpec, Rollout, need_heads, policy_backward, policy_forward
 
 # PufferLib's per-iteration Newton–Schulz coefficients (a, b, c): X ← aX + (bG + cG²)X
 NS_COEFFS = ((4.0848, -6.8946, 2.9270), (3.9505, -6.3029, 2.6377), (3.7418, -5.5913, 2.3037),
@@ -44,6 +45,7 @@ class LearnerConfig:
     vtrace: bool = False
     vtrace_rho_clip: float = 1.0
     vtrace_c_clip: float = 1.0
+    freeze_continuous: bool = False  # an ablation: no gradient from the continuous heads (means, logstd)
 
 
 def num_minibatches(N: int, T: int, minibatch_size: int, replay_ratio: float) -> int:
@@ -70,39 +72,52 @@ def check_minibatching(N: int, T: int, minibatch_size: int, replay_ratio: float 
 
 def compute_advantage(plan: Plan, *, out: Range, ldo: int, actions: Range, logprobs: Range, rewards: Range,
                       terminals: Range, act_sizes: Range, advantages: Range, returns: Range, R: int, T: int,
-                      spec: PolicySpec, cfg: LearnerConfig):
-    """GAE / V-trace for R rows × T steps (advantage.wgsl); one invocation per row."""
+                      spec: PolicySpec, cfg: LearnerConfig, logstd: Range | None = None, mask: Range | None = None):
+    """GAE / V-trace for R rows × T steps (advantage.wgsl); one invocation per row.
+
+    logstd [Kc] and the bit-packed mask [R·T, mask_words] feed V-trace's live log-probabilities."""
     label = f"compute_advantage R={R} T={T}"
     for name, r, n in (("out", out, (R * T - 1) * ldo + spec.out), ("actions", actions, R * T * spec.K),
                        ("logprobs", logprobs, R * T), ("rewards", rewards, R * T), ("terminals", terminals, R * T),
                        ("advantages", advantages, R * T), ("returns", returns, R * T)):
         ops.need(label, name, r, n)
+    need_heads(label, spec, logstd=logstd, mask=mask, rows=R * T)
     k = plan.gpu.kernel("advantage.wgsl", "compute_advantage", WG=64)
     return plan.add(k, -(-R // 64),
-                    dict(R=R, T=T, K=spec.K, A=spec.A, ldo=ldo, vtrace=int(cfg.vtrace), gamma=cfg.gamma,
-                         rho_clip=cfg.vtrace_rho_clip, c_clip=cfg.vtrace_c_clip, **{"lambda": cfg.gae_lambda}),
+                    dict(R=R, T=T, K=spec.K, A=spec.A, ldo=ldo, W=spec.mask_words, masked=int(mask is not None),
+                         vtrace=int(cfg.vtrace), gamma=cfg.gamma, rho_clip=cfg.vtrace_rho_clip,
+                         c_clip=cfg.vtrace_c_clip, **{"lambda": cfg.gae_lambda}),
                     out=out, actions=actions, logprobs=logprobs, rewards=rewards, terminals=terminals,
-                    act_sizes=act_sizes, advantages=advantages, returns=returns)
+                    act_sizes=act_sizes, logstd=logstd, mask=mask, advantages=advantages, returns=returns)
 
 
-def _ppo_params(M, spec, ldo, cfg, slot):
-    return dict(M=M, K=spec.K, A=spec.A, ldo=ldo, slot=slot, clip_coef=cfg.clip_coef, vf_coef=cfg.vf_coef,
+def _ppo_params(M, spec, ldo, cfg, slot, masked=False):
+    return dict(M=M, K=spec.K, A=spec.A, ldo=ldo, slot=slot, W=spec.mask_words, masked=int(masked), Kc=spec.Kc,
+                freeze_continuous=int(cfg.freeze_continuous), clip_coef=cfg.clip_coef, vf_coef=cfg.vf_coef,
                 vf_clip_coef=cfg.vf_clip_coef, ent_coef=cfg.ent_coef)
 
 
 def ppo_loss(plan: Plan, *, out: Range, ldo: int, actions: Range, logprobs: Range, values: Range,
              advantages: Range, returns: Range, act_sizes: Range, dout: Range, stats: Range, M: int,
-             spec: PolicySpec, cfg: LearnerConfig):
-    """Fused PPO loss over M elements: dout [M, ldo] and per-element stats [M, 8] (ppo.wgsl)."""
+             spec: PolicySpec, cfg: LearnerConfig, logstd: Range | None = None, mask: Range | None = None,
+             dlogstd_rows: Range | None = None):
+    """Fused PPO loss over M elements: dout [M, ldo], per-element stats [M, 8] and, with continuous
+    heads, the per-element logstd gradients dlogstd_rows [M, Kc] (ppo.wgsl)."""
     label = f"ppo_loss M={M}"
     for name, r, n in (("out", out, (M - 1) * ldo + spec.out), ("actions", actions, M * spec.K),
                        ("logprobs", logprobs, M), ("values", values, M), ("advantages", advantages, M),
                        ("returns", returns, M), ("dout", dout, M * ldo), ("stats", stats, M * len(STATS))):
         ops.need(label, name, r, n)
+    need_heads(label, spec, logstd=logstd, mask=mask, rows=M)
+    if spec.Kc:
+        if dlogstd_rows is None:
+            raise GPUError(f"{label}: heads {list(spec.act_sizes)} have continuous heads, so dlogstd_rows is needed")
+        ops.need(label, "dlogstd_rows", dlogstd_rows, M * spec.Kc)
     k = plan.gpu.kernel("ppo.wgsl", "ppo_loss", WG=64)
-    return plan.add(k, -(-M // 64), _ppo_params(M, spec, ldo, cfg, 0), out=out, actions=actions,
-                    logprobs=logprobs, values=values, advantages=advantages, returns=returns,
-                    act_sizes=act_sizes, dout=dout, stats=stats)
+    return plan.add(k, -(-M // 64), _ppo_params(M, spec, ldo, cfg, 0, masked=mask is not None), out=out,
+                    actions=actions, logprobs=logprobs, values=values, advantages=advantages, returns=returns,
+                    act_sizes=act_sizes, logstd=logstd, mask=mask, dout=dout, dlogstd_rows=dlogstd_rows,
+                    stats=stats)
 
 
 def reduce_stats(plan: Plan, *, stats: Range, logs: Range, slot: int, M: int):
@@ -111,6 +126,14 @@ def reduce_stats(plan: Plan, *, stats: Range, logs: Range, slot: int, M: int):
     ops.need(f"reduce_stats M={M}", "logs", logs, (slot + 1) * len(STATS))
     k = plan.gpu.kernel("ppo.wgsl", "reduce_stats", WG_REDUCE=256)
     return plan.add(k, len(STATS), dict(M=M, slot=slot), stats=stats, logs=logs)
+
+
+def reduce_logstd_grad(plan: Plan, *, dlogstd_rows: Range, dlogstd: Range, M: int, Kc: int):
+    """dlogstd [Kc] = Σ over the minibatch of dlogstd_rows [M, Kc], in a fixed order (deterministic)."""
+    ops.need(f"reduce_logstd_grad M={M}", "dlogstd_rows", dlogstd_rows, M * Kc)
+    ops.need(f"reduce_logstd_grad M={M}", "dlogstd", dlogstd, Kc)
+    k = plan.gpu.kernel("ppo.wgsl", "reduce_logstd_grad", WG_REDUCE=256)
+    return plan.add(k, Kc, dict(M=M, Kc=Kc), dlogstd_rows=dlogstd_rows, dlogstd=dlogstd)
 
 
 class Muon:
@@ -172,12 +195,15 @@ class Muon:
 
     def _matrix_groups(self):
         """(first tensor, batch count, batch stride, index) — the L MinGRU layers share a shape and a
-        stride, so their Newton–Schulz matmuls run batched (grid z); encoder and decoder alone."""
+        stride, so their Newton–Schulz matmuls run batched (grid z); encoder, decoder and logstd
+        (a [1, Kc] matrix, as in PufferLib) alone. index = the first tensor's position in the layout."""
         spec = self.spec
+        index = {t.name: i for i, t in enumerate(spec.tensors)}
         layers = [spec.mingru(l) for l in range(spec.layers)]
         stride = layers[1].offset - layers[0].offset if len(layers) > 1 else layers[0].size
-        return [(spec.encoder, 1, spec.encoder.size, 0), (spec.decoder, 1, spec.decoder.size, 1),
-                (layers[0], len(layers), stride, 2)]
+        single = [spec.encoder, spec.decoder] + ([spec.logstd] if spec.Kc else [])
+        return [(t, 1, t.size, index[t.name]) for t in single] + [(layers[0], len(layers), stride,
+                                                                    index[layers[0].name])]
 
     def _newton_schulz(self, plan: Plan) -> int:
         """5 NS iterations on every matrix, X ping-ponging between ns[0] and ns[1]; returns the final one."""
@@ -219,8 +245,10 @@ class Muon:
 # ------------------------------------------------------------------------------------ the learner
 
 class Learner:
+    """`masks=False` leaves the rollout's action mask out of the plans (all legal): a test reference."""
+
     def __init__(self, policy: Policy, rollout: Rollout, minibatch_size: int, cfg: LearnerConfig | None = None,
-                 replay_ratio: float = 1.0):
+                 replay_ratio: float = 1.0, masks: bool = True):
         self.gpu, self.policy, self.rollout = policy.gpu, policy, rollout
         self.cfg = cfg or LearnerConfig()
         spec, N, T = policy.spec, rollout.N, rollout.T
@@ -234,6 +262,8 @@ class Learner:
         self.returns = gpu.buffer(4 * self.M, "learn.returns")
         self.stats = gpu.buffer(4 * self.M * len(STATS), "learn.stats")
         self.logs = gpu.buffer(4 * self.num_minibatches * len(STATS), "learn.logs")
+        self.masks = masks
+        self.dlogstd_rows = gpu.buffer(4 * self.M * spec.Kc, "learn.dlogstd_rows") if spec.Kc else None
         self.scalars = gpu.buffer(16 * self.num_minibatches, "learn.scalars")  # (clip, ‖g‖, _, _) per minibatch
         self.muon = Muon(gpu, spec, self.cfg)
         self.plans = [self._build(m) for m in range(self.num_minibatches)]
@@ -248,16 +278,22 @@ class Learner:
         terminals = ro.rows(ro.terminals, row0, R)
         actions, logprobs = ro.rows(ro.actions, row0, R, spec.K), ro.rows(ro.logprobs, row0, R)
         h0 = [ro.state_of(ro.initial_state, l, row0, R) for l in range(spec.layers)]
+        mask = ro.rows(ro.mask, row0, R, spec.mask_words) if self.masks else None
+        logstd = p.w("logstd") if spec.Kc else None
+        dlogstd_rows = self.dlogstd_rows.range() if spec.Kc else None
         policy_forward(plan, p, act, obs, ro.ldo, terminals, h0)
         compute_advantage(plan, out=act.out.range(), ldo=act.ldo, actions=actions, logprobs=logprobs,
                           rewards=ro.rows(ro.rewards, row0, R), terminals=terminals, act_sizes=p.act_sizes.range(),
                           advantages=self.advantages.range(), returns=self.returns.range(), R=R, T=T, spec=spec,
-                          cfg=cfg)
+                          cfg=cfg, logstd=logstd, mask=mask)
         ppo_loss(plan, out=act.out.range(), ldo=act.ldo, actions=actions, logprobs=logprobs,
                  values=ro.rows(ro.values, row0, R), advantages=self.advantages.range(),
                  returns=self.returns.range(), act_sizes=p.act_sizes.range(), dout=act.dout.range(),
-                 stats=self.stats.range(), M=M, spec=spec, cfg=cfg)
+                 stats=self.stats.range(), M=M, spec=spec, cfg=cfg, logstd=logstd, mask=mask,
+                 dlogstd_rows=dlogstd_rows)
         reduce_stats(plan, stats=self.stats.range(), logs=self.logs.range(), slot=m, M=M)
+        if spec.Kc:  # the logstd gradient: the per-element terms summed over the minibatch
+            reduce_logstd_grad(plan, dlogstd_rows=dlogstd_rows, dlogstd=p.g("logstd"), M=M, Kc=spec.Kc)
         policy_backward(plan, p, act, obs, ro.ldo, terminals, h0)
         self.muon.add(plan, p.weights.range(), p.grads.range(), self.scalars.f32(4 * m, 4))
         return plan.finalize()

@@ -1,12 +1,17 @@
 """PufferLib 5.0's default policy on the GPU: one flat weight buffer, rollout step, training scan.
 
 Architecture (DESIGN.md "Numerics"): encoder W_enc [H, D] (no activation) → L MinGRU layers
-W_l [3H, H] → decoder W_dec [A+1, H] (all heads' logits, then the value). Bias-free, y = x·Wᵀ.
+W_l [3H, H] → decoder W_dec [A+1, H] (every head's columns in head order, then the value).
+Bias-free, y = x·Wᵀ.
+
+Action heads (docs/design-notes.md, issue 11): a head of size ≥ 2 is discrete (size_h logit
+columns), a head of size 1 is continuous (one Gaussian mean column, and a state-independent log
+std). A = Σ act_sizes decoder columns before the value; Kc = the number of continuous heads.
 
 The weights live in ONE float32 buffer in PufferLib's checkpoint order and padding: encoder,
-decoder, MinGRU layers 0..L−1, each tensor zero-padded to a multiple of 8 floats. Saving a
-checkpoint is copying that buffer (trainer/checkpoint.py). Gradients and Muon's momentum use the
-same layout in their own buffers.
+decoder, logstd [1, Kc] (only when there is a continuous head), MinGRU layers 0..L−1, each tensor
+zero-padded to a multiple of 8 floats. Saving a checkpoint is copying that buffer
+(trainer/checkpoint.py). Gradients and Muon's momentum use the same layout in their own buffers.
 """
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ from . import ops
 from .gpu import GPU, Buffer, GPUError, Plan, Range
 
 PAD = 8  # floats: PufferLib aligns every tensor to 16 bytes of bf16 = 8 elements
+MASK_BITS = 32  # action-mask entries per u32 word on the GPU (bit j of word w = column 32·w + j)
 
 
 def _pad8(n: int) -> int:
@@ -58,7 +64,7 @@ class PolicySpec:
     obs_size: int  # D
     hidden: int  # H
     layers: int  # L
-    act_sizes: tuple[int, ...]  # one entry per discrete head
+    act_sizes: tuple[int, ...]  # one entry per head: 1 = continuous (Gaussian), >= 2 = discrete choices
 
     def __post_init__(self):
         if self.hidden <= 0 or self.hidden % 8:
@@ -67,12 +73,17 @@ class PolicySpec:
             raise ValueError(f"num_layers must be >= 1, got {self.layers}")
         if self.obs_size < 1:
             raise ValueError(f"obs size must be >= 1, got {self.obs_size}")
-        if not self.act_sizes or any(a < 2 for a in self.act_sizes):
-            raise ValueError(f"every action head needs >= 2 choices (continuous heads are not supported), "
-                             f"got {list(self.act_sizes)}")
+        if not self.act_sizes:
+            raise ValueError("the env declares no action heads (NUM_ATNS must be >= 1 with one ACT_SIZES entry each)")
+        for h, a in enumerate(self.act_sizes):
+            if int(a) != a or a < 1:
+                raise ValueError(f"action head {h} has size {a} in ACT_SIZES {list(self.act_sizes)}: every head needs "
+                                 f"size >= 1 (1 = a continuous Gaussian head, >= 2 = a discrete head with that many "
+                                 f"choices)")
 
     @property
     def A(self) -> int:
+        """Decoder columns before the value: logits of the discrete heads, one mean per continuous head."""
         return sum(self.act_sizes)
 
     @property
@@ -80,14 +91,35 @@ class PolicySpec:
         return len(self.act_sizes)
 
     @property
+    def continuous_heads(self) -> tuple[int, ...]:
+        return tuple(h for h, a in enumerate(self.act_sizes) if a == 1)
+
+    @property
+    def Kc(self) -> int:
+        """Continuous heads: the logstd tensor is [1, Kc]."""
+        return len(self.continuous_heads)
+
+    @property
+    def action_space(self) -> str:
+        """'discrete', 'continuous' (PufferLib's two kinds) or 'hybrid' (a mix: puffgpu only)."""
+        return "discrete" if self.Kc == 0 else "continuous" if self.Kc == self.K else "hybrid"
+
+    @property
+    def mask_words(self) -> int:
+        """u32 words per agent of the GPU action mask (one bit per decoder column)."""
+        return -(-self.A // MASK_BITS)
+
+    @property
     def out(self) -> int:
-        """Decoder outputs: A logits + 1 value."""
+        """Decoder outputs: A logits/means + 1 value."""
         return self.A + 1
 
     @cached_property
     def tensors(self) -> list[TensorView]:
         H, D = self.hidden, self.obs_size
         shapes = [("encoder", (H, D)), ("decoder", (self.out, H))]
+        if self.Kc:
+            shapes.append(("logstd", (1, self.Kc)))  # PufferLib: right after the decoder (continuous only)
         shapes += [(f"mingru.{l}", (3 * H, H)) for l in range(self.layers)]
         views, off = [], 0
         for name, shape in shapes:
@@ -118,12 +150,28 @@ class PolicySpec:
     def decoder(self) -> TensorView:
         return self.tensors[1]
 
+    @property
+    def logstd(self) -> TensorView | None:
+        return self.tensors[2] if self.Kc else None
+
     def mingru(self, l: int) -> TensorView:
-        return self.tensors[2 + l]
+        return self.tensors[2 + (self.Kc > 0) + l]
 
     def describe(self) -> dict:
         return {"obs_size": self.obs_size, "hidden_size": self.hidden, "num_layers": self.layers,
                 "act_sizes": list(self.act_sizes)}
+
+    def pufferlib_notes(self) -> list[str]:
+        """Why PufferLib 5.0 would not train this layout as puffgpu does ([] when it would)."""
+        if self.action_space == "hybrid":
+            return [f"heads {list(self.act_sizes)} mix discrete and continuous heads: PufferLib 5.0 rejects mixed "
+                    f"action spaces, so this policy and its checkpoints are puffgpu-only"]
+        if self.action_space == "continuous" and self.Kc % PAD:
+            return [f"{self.Kc} continuous heads: logstd [1, {self.Kc}] is padded to {_pad8(self.Kc)} floats in the "
+                    f"checkpoint (PufferLib's layout), but PufferLib's own Muon walks unpadded offsets, so inside "
+                    f"PufferLib every tensor after logstd is misaligned when K % 8 != 0; the file loads there, "
+                    f"training it there is not reliable"]
+        return []
 
     def flops_per_step(self) -> int:
         """Forward multiply-adds ×2 for one agent-step."""
@@ -131,14 +179,30 @@ class PolicySpec:
         return 2 * (H * self.obs_size + self.layers * 3 * H * H + self.out * H)
 
 
-def init_weights(spec: PolicySpec, seed: int) -> np.ndarray:
-    """PufferLib's init: U(−b, b), b = gain/√fan_in; gain √2 for the encoder, 1 elsewhere.
+def pack_mask(mask: np.ndarray, spec: PolicySpec, out: np.ndarray | None = None) -> np.ndarray:
+    """uint8 action mask [N, A] (nonzero = legal) → the GPU's bit-packed [N, mask_words] u32.
 
-    Tensor i (in checkpoint order) draws from its own generator seeded seed + i, as PufferLib seeds
-    cuRAND with seed + 0, 1, 2, … (bit-exact reproduction of cuRAND is neither possible nor needed).
+    `out` (uint8 [N, 32·mask_words], zero beyond column A) is reusable scratch between calls."""
+    mask = np.asarray(mask)
+    if mask.ndim != 2 or mask.shape[1] != spec.A:
+        raise ValueError(f"action_mask must have shape (agents, {spec.A}) = one entry per decoder column of heads "
+                         f"{list(spec.act_sizes)}, got {mask.shape}")
+    N, W = mask.shape[0], spec.mask_words
+    if out is None or out.shape != (N, MASK_BITS * W):
+        out = np.zeros((N, MASK_BITS * W), np.uint8)
+    np.not_equal(mask, 0, out=out[:, :spec.A].view(bool))
+    return np.packbits(out, axis=-1, bitorder="little").view("<u4")  # bit j of word w = column 32·w + j
+
+
+def init_weights(spec: PolicySpec, seed: int) -> np.ndarray:
+    """PufferLib's init: U(−b, b), b = gain/√fan_in; gain √2 for the encoder, 1 elsewhere; logstd 0 (σ = 1).
+
+    The i-th randomly initialised tensor (in checkpoint order, logstd skipped) draws from its own
+    generator seeded seed + i, as PufferLib seeds cuRAND with seed + 0, 1, 2, … (bit-exact
+    reproduction of cuRAND is neither possible nor needed).
     """
     flat = np.zeros(spec.num_floats, np.float32)
-    for i, t in enumerate(spec.tensors):
+    for i, t in enumerate(t for t in spec.tensors if t.name != "logstd"):
         gain = math.sqrt(2.0) if t.name == "encoder" else 1.0
         bound = gain / math.sqrt(t.cols)
         rng = np.random.default_rng(seed + i)
@@ -281,16 +345,31 @@ def mingru_scan_backward(plan: Plan, c: Range, x: Range, h0: Range, terminals: R
 
 
 def sample_actions(plan: Plan, out: Range, ldo: int, act_sizes: Range, globals_: Range, actions_step: Range,
-                   actions: Range, logprobs: Range, values: Range, N: int, T: int, spec: PolicySpec):
+                   actions: Range, logprobs: Range, values: Range, N: int, T: int, spec: PolicySpec,
+                   logstd: Range | None = None, mask: Range | None = None):
+    """Sample every head of N agents (sample.wgsl); mask [N, mask_words] u32 bits (None: all legal)."""
     label = f"sample_actions N={N}"
     ops.need(label, "out", out, (N - 1) * ldo + spec.out)
     ops.need(label, "actions_step", actions_step, N * spec.K)
     ops.need(label, "actions", actions, N * T * spec.K)
     ops.need(label, "logprobs", logprobs, N * T)
     ops.need(label, "values", values, N * T)
+    need_heads(label, spec, logstd=logstd, mask=mask, rows=N)
     k = plan.gpu.kernel("sample.wgsl", "sample_actions", WG=64)
-    return plan.add(k, -(-N // 64), dict(N=N, K=spec.K, A=spec.A, ldo=ldo, T=T), out=out, act_sizes=act_sizes,
-                    globals=globals_, actions_step=actions_step, actions=actions, logprobs=logprobs, values=values)
+    return plan.add(k, -(-N // 64), dict(N=N, K=spec.K, A=spec.A, ldo=ldo, T=T, W=spec.mask_words,
+                                        masked=int(mask is not None)),
+                    out=out, act_sizes=act_sizes, globals=globals_, logstd=logstd, mask=mask,
+                    actions_step=actions_step, actions=actions, logprobs=logprobs, values=values)
+
+
+def need_heads(label: str, spec: PolicySpec, *, logstd: Range | None, mask: Range | None, rows: int):
+    """Shape checks shared by the launchers that read the action heads (sample, advantage, ppo)."""
+    if spec.Kc and logstd is None:
+        raise GPUError(f"{label}: heads {list(spec.act_sizes)} have {spec.Kc} continuous heads, so logstd is needed")
+    if logstd is not None:
+        ops.need(label, "logstd", logstd, spec.Kc)
+    if mask is not None:
+        ops.need(label, "mask", mask, rows * spec.mask_words)
 
 
 # ------------------------------------------------------------------------------ rollout storage
@@ -299,6 +378,7 @@ class Rollout:
     """Agent-major rollout buffers for N agents × T steps (row = n·T + t), plus the recurrent state.
 
     obs rows are padded to ldo = ceil4(D) floats so the encoder's weight gradient can use vec4 loads.
+    The action mask is stored bit-packed, [N·T, mask_words] u32, all legal until written.
     """
 
     def __init__(self, gpu: GPU, spec: PolicySpec, N: int, T: int):
@@ -306,11 +386,12 @@ class Rollout:
         self.ldo = ceil4(spec.obs_size)
         H, L = spec.hidden, spec.layers
         self.obs = gpu.buffer(4 * N * T * self.ldo, "rollout.obs")
-        self.actions = gpu.buffer(4 * N * T * spec.K, "rollout.actions")
+        self.actions = gpu.buffer(4 * N * T * spec.K, "rollout.actions")  # discrete indices or Gaussian samples
         self.logprobs = gpu.buffer(4 * N * T, "rollout.logprobs")
         self.values = gpu.buffer(4 * N * T, "rollout.values")
         self.rewards = gpu.buffer(4 * N * T, "rollout.rewards")
         self.terminals = gpu.buffer(4 * N * T, "rollout.terminals")
+        self.mask = gpu.array(np.full(N * T * spec.mask_words, 0xFFFFFFFF, np.uint32), "rollout.mask")
         self.state = gpu.buffer(4 * L * N * H, "rollout.state")  # [L][N][H], carried across rollouts
         self.initial_state = gpu.buffer(4 * L * N * H, "rollout.initial_state")  # snapshot at t = 0
 
@@ -328,18 +409,31 @@ class RolloutStep:
     """The per-step inference plan: store env data → encoder → L MinGRU steps → decoder → sample.
 
     Two prebuilt plans: one for t = 0 (which also snapshots the reset state for training) and one
-    for t > 0. Python writes obs/rewards/terminals and the globals (t, step, seed), runs one plan
-    in one submit, and reads back the actions.
+    for t > 0. Python writes obs/rewards/terminals (and the action mask, only when it is not all
+    legal) and the globals (t, step, seed, flags), runs one plan in one submit, and reads back the
+    actions. `deterministic`: discrete heads take their most likely legal choice and Gaussian heads
+    their mean μ (eval); `masks=False` leaves the mask out of the plan (all legal, a test reference).
+
+    row0/rows: the agent range [row0, row0 + rows) of the rollout this step serves (default: all),
+    so that each of PufferLib's env buffers gets its own plan over its own rows.
     """
 
-    def __init__(self, policy: Policy, rollout: Rollout, seed: int):
+    def __init__(self, policy: Policy, rollout: Rollout, seed: int, deterministic: bool = False, masks: bool = True,
+                 row0: int = 0, rows: int | None = None):
         gpu, spec = policy.gpu, policy.spec
         self.policy, self.rollout, self.seed = policy, rollout, seed
-        N, T, H, L, D = rollout.N, rollout.T, spec.hidden, spec.layers, spec.obs_size
-        self.N = N
+        self.deterministic, self.masks = deterministic, masks
+        N = rollout.N - row0 if rows is None else rows
+        if row0 < 0 or N < 1 or row0 + N > rollout.N:
+            raise GPUError(f"RolloutStep rows [{row0}, {row0 + N}) outside the rollout's {rollout.N} agents")
+        T, H, L, D = rollout.T, spec.hidden, spec.layers, spec.obs_size
+        self.N, self.row0 = N, row0
         self.obs_step = gpu.buffer(4 * N * D, "step.obs")
         self.rewards_step = gpu.buffer(4 * N, "step.rewards")
         self.terminals_step = gpu.buffer(4 * N, "step.terminals")
+        self.mask_step = gpu.array(np.full(N * spec.mask_words, 0xFFFFFFFF, np.uint32), "step.mask")
+        self._mask_all_legal = True  # what mask_step holds now: skip the upload while the env writes no mask
+        self._mask_bytes = np.zeros((N, MASK_BITS * spec.mask_words), np.uint8)  # pack_mask's scratch
         self.globals = gpu.buffer(16, "step.globals")
         self.x = [gpu.buffer(4 * N * H, f"step.x{l}") for l in range(L + 1)]
         self.c = gpu.buffer(4 * N * 3 * H, "step.c")
@@ -352,47 +446,85 @@ class RolloutStep:
     def _build(self, snapshot: bool) -> Plan:
         p, spec, ro = self.policy, self.policy.spec, self.rollout
         gpu, N, H = p.gpu, self.N, spec.hidden
-        plan = gpu.plan("rollout_step" + (" t=0" if snapshot else ""))
+        r0 = self.row0
+        plan = gpu.plan("rollout_step" + (" t=0" if snapshot else "") + (f" rows {r0}+{N}" if N != ro.N else ""))
+        mask = self.mask_step.range() if self.masks else None
         rollout_store(plan, ro, self.obs_step.range(), self.rewards_step.range(), self.terminals_step.range(),
-                      self.globals.range())
+                      self.globals.range(), mask_step=mask, row0=r0, rows=N)
         ops.matmul_forward(plan, self.obs_step.range(), p.w("encoder"), self.x[0].range(), N, H, spec.obs_size)
         for l in range(spec.layers):
             ops.matmul_forward(plan, self.x[l].range(), p.w(f"mingru.{l}"), self.c.range(), N, 3 * H, H)
-            mingru_step(plan, self.c.range(), self.x[l].range(), ro.state_of(ro.state, l), self.terminals_step.range(),
-                        self.x[l + 1].range(), N, H,
-                        snapshot=ro.state_of(ro.initial_state, l) if snapshot else None)
+            mingru_step(plan, self.c.range(), self.x[l].range(), ro.state_of(ro.state, l, r0, N),
+                        self.terminals_step.range(), self.x[l + 1].range(), N, H,
+                        snapshot=ro.state_of(ro.initial_state, l, r0, N) if snapshot else None)
         ops.matmul_forward(plan, self.x[spec.layers].range(), p.w("decoder"), self.out.range(), N, spec.out, H,
                            ldy=self.ldo)
         sample_actions(plan, self.out.range(), self.ldo, p.act_sizes.range(), self.globals.range(),
-                       self.actions_step.range(), ro.actions.range(), ro.logprobs.range(), ro.values.range(),
-                       N, ro.T, spec)
+                       self.actions_step.range(), ro.rows(ro.actions, r0, N, spec.K), ro.rows(ro.logprobs, r0, N),
+                       ro.rows(ro.values, r0, N), N, ro.T, spec, logstd=p.w("logstd") if spec.Kc else None,
+                       mask=mask)
         return plan.finalize()
 
-    def __call__(self, t: int, step: int, obs: np.ndarray, rewards: np.ndarray, terminals: np.ndarray) -> np.ndarray:
-        """Run step t of the rollout (global step counter `step` feeds the RNG); returns actions [N, K]."""
-        gpu = self.policy.gpu
-        gpu.upload(self.obs_step, np.asarray(obs, np.float32))
-        gpu.upload(self.rewards_step, np.asarray(rewards, np.float32))
-        gpu.upload(self.terminals_step, np.asarray(terminals, np.float32))
-        self._globals[:3] = (t, step & 0xFFFFFFFF, self.seed & 0xFFFFFFFF)
+    def _check(self, name: str, a, shape: tuple) -> np.ndarray:
+        a = np.asarray(a)
+        if a.shape != shape:
+            raise ValueError(f"rollout step: {name} must have shape {shape} for {self.N} agents "
+                             f"(obs size {self.policy.spec.obs_size}, heads {list(self.policy.spec.act_sizes)}), "
+                             f"got {a.shape}")
+        return a
+
+    def _upload_mask(self, mask):
+        """Bit-pack and upload the env's mask, or nothing while it stays all legal (the common case)."""
+        if mask is None or not self.masks:
+            return
+        mask = self._check("action_mask", mask, (self.N, self.policy.spec.A))
+        if mask.all():
+            if not self._mask_all_legal:
+                self.policy.gpu.upload(self.mask_step, np.full(self.mask_step.nbytes // 4, 0xFFFFFFFF, np.uint32))
+                self._mask_all_legal = True
+            return
+        self.policy.gpu.upload(self.mask_step, pack_mask(mask, self.policy.spec, out=self._mask_bytes))
+        self._mask_all_legal = False
+
+    def __call__(self, t: int, step: int, obs: np.ndarray, rewards: np.ndarray, terminals: np.ndarray,
+                 action_mask: np.ndarray | None = None) -> np.ndarray:
+        """Run step t of the rollout (global step counter `step` feeds the RNG); returns actions [N, K].
+
+        action_mask: the env's uint8 [N, A] (nonzero = legal), or None for all legal.
+        """
+        gpu, spec = self.policy.gpu, self.policy.spec
+        N = self.N
+        gpu.upload(self.obs_step, np.asarray(self._check("observations", obs, (N, spec.obs_size)), np.float32))
+        gpu.upload(self.rewards_step, np.asarray(self._check("rewards", rewards, (N,)), np.float32))
+        gpu.upload(self.terminals_step, np.asarray(self._check("terminals", terminals, (N,)), np.float32))
+        self._upload_mask(action_mask)
+        self._globals[:] = (t, step & 0xFFFFFFFF, self.seed & 0xFFFFFFFF, int(self.deterministic))
         gpu.upload(self.globals, self._globals)
         out = gpu.run(self.plans[0 if t == 0 else 1], read=self.actions_step)
-        return out.reshape(self.N, self.policy.spec.K)
+        return out.reshape(N, spec.K)
 
 
 def rollout_store(plan: Plan, ro: Rollout, obs_step: Range, rewards_step: Range, terminals_step: Range,
-                  globals_: Range):
-    """Copy one step's env data into the rollout at t = globals[0], in agent chunks that fit a binding."""
-    gpu, D, T, ldo = plan.gpu, ro.spec.obs_size, ro.T, ro.ldo
+                  globals_: Range, mask_step: Range | None = None, row0: int = 0, rows: int | None = None):
+    """Copy one step's env data (rows agents) into rollout rows [row0, row0 + rows) at t = globals[0],
+    in agent chunks that fit a binding.
+
+    mask_step [rows, mask_words] u32 is copied too when given (otherwise the rollout mask stays as is)."""
+    gpu, D, T, ldo, W = plan.gpu, ro.spec.obs_size, ro.T, ro.ldo, ro.spec.mask_words
+    rows = ro.N - row0 if rows is None else rows
     k = gpu.kernel("rollout.wgsl", "rollout_store", WG=64)
     per_agent = 4 * T * ldo
     chunk = max(1, (gpu.limits["max-storage-buffer-binding-size"] - 256) // per_agent)
-    for a0 in range(0, ro.N, chunk):
-        n = min(chunk, ro.N - a0)
-        plan.add(k, (-(-ldo // 64), n), dict(N=n, D=D, T=T, ldo=ldo, agent0=a0),
+    if mask_step is not None:
+        ops.need("rollout_store", "mask_step", mask_step, rows * W)
+    for a0 in range(0, rows, chunk):
+        n = min(chunk, rows - a0)
+        plan.add(k, (-(-max(ldo, W) // 64), n), dict(N=n, D=D, T=T, ldo=ldo, agent0=a0, W=W,
+                                                     masked=int(mask_step is not None)),
                  obs_step=obs_step, rewards_step=rewards_step, terminals_step=terminals_step, globals=globals_,
-                 obs=ro.rows(ro.obs, a0, n, ldo), rewards=ro.rows(ro.rewards, a0, n),
-                 terminals=ro.rows(ro.terminals, a0, n))
+                 mask_step=mask_step, obs=ro.rows(ro.obs, row0 + a0, n, ldo),
+                 rewards=ro.rows(ro.rewards, row0 + a0, n), terminals=ro.rows(ro.terminals, row0 + a0, n),
+                 mask=ro.rows(ro.mask, row0 + a0, n, W) if mask_step is not None else None)
     return plan
 
 

@@ -10,6 +10,7 @@ last completed epoch; --base.load_model_path latest resumes.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import math
 import os
@@ -48,7 +49,44 @@ def learner_config(t: dict) -> LearnerConfig:
     return LearnerConfig(gamma=t["gamma"], gae_lambda=t["gae_lambda"], clip_coef=t["clip_coef"], vf_coef=t["vf_coef"],
                          vf_clip_coef=t["vf_clip_coef"], ent_coef=t["ent_coef"], max_grad_norm=t["max_grad_norm"],
                          momentum=t["momentum"], vtrace=bool(t["vtrace"]), vtrace_rho_clip=t["vtrace_rho_clip"],
-                         vtrace_c_clip=t["vtrace_c_clip"])
+                         vtrace_c_clip=t["vtrace_c_clip"], freeze_continuous=bool(t["freeze_continuous"]))
+
+
+def buffer_seed(seed: int, b: int) -> int:
+    """The sampling seed of env buffer b: buffer 0 keeps the run's seed (so num_buffers = 1 is
+    unchanged); the others get distinct ones, as each buffer's sampler numbers its agents from 0."""
+    return (seed + b * 0x9E3779B9) & 0xFFFFFFFF
+
+
+def rollout_buffers(env, infers: list, T: int, epoch: int, watch: Stopwatch, stop: dict, pool) -> None:
+    """One rollout with PufferLib's num_buffers > 1: the agents are split into contiguous buffers
+    of whole envs; while worker threads step one buffer's envs (C, without the GIL), this thread
+    runs the GPU inference of the next. Buffer b at step t: wait for its envs' step t−1, infer
+    a_t from its rows, hand the step to a worker. Each buffer's results depend only on its own
+    envs and its own seeded sampler, so a run is the same function of the seed for a given
+    num_buffers (not across different num_buffers: buffers sample with different seeds)."""
+    pending = [None] * len(infers)
+    try:
+        for step in range(T):
+            if stop["requested"]:
+                break
+            for b, infer in enumerate(infers):
+                r0, r1 = env.buffer_rows(b)
+                if pending[b] is not None:
+                    s = time.perf_counter()
+                    pending[b].result()
+                    watch.add("env", s)
+                s = time.perf_counter()
+                actions = infer(step, epoch * T + step, env.observations[r0:r1], env.rewards[r0:r1],
+                                env.terminals[r0:r1], env.action_mask[r0:r1])
+                watch.add("inference", s)
+                pending[b] = pool.submit(env.step_buffer, b, actions)
+    finally:
+        s = time.perf_counter()
+        for p in pending:
+            if p is not None:
+                p.result()
+        watch.add("env", s)
 
 
 def new_run_id() -> str:
@@ -67,14 +105,21 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
         print(CPU_NOTE, flush=True)
 
     env = envs.make(env_name, vec["total_agents"], config=cfg["env"], num_threads=vec["num_threads"],
-                    seed=base["seed"], check_actions=False)  # the sampler only emits valid indices
+                    seed=base["seed"], check_actions=False,  # the sampler only emits valid indices
+                    num_buffers=vec["num_buffers"])
     N, T = env.num_agents, t["horizon"]
     config_mod.validate(cfg, N)
     spec = PolicySpec(obs_size=env.obs_size, hidden=cfg["policy"]["hidden_size"],
                       layers=cfg["policy"]["num_layers"], act_sizes=env.act_sizes)
+    for note in spec.pufferlib_notes():
+        print(f"warning: {note}", flush=True)
     policy = Policy(gpu, spec, seed=base["seed"])
     rollout = Rollout(gpu, spec, N, T)
-    infer = RolloutStep(policy, rollout, seed=base["seed"])
+    B = env.num_buffers
+    infer = RolloutStep(policy, rollout, seed=base["seed"]) if B == 1 else None
+    infers = [RolloutStep(policy, rollout, seed=buffer_seed(base["seed"], b), row0=env.buffer_rows(b)[0],
+                          rows=env.buffer_rows(b)[1] - env.buffer_rows(b)[0]) for b in range(B)] if B > 1 else None
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=B, thread_name_prefix="env") if B > 1 else None
     learner = Learner(policy, rollout, t["minibatch_size"], learner_config(t), t["replay_ratio"])
     print(gpu.tuner.summary(), flush=True)  # kernel variants: what was chosen, tuning time (trainer/tune.py)
     epochs = t["total_timesteps"] // (N * T)
@@ -135,11 +180,14 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
             if base["reset_every_horizon"]:
                 gpu.zero(rollout.state)
             # rollout: obs_t (+ r_t, d_t, the outcome of a_{t-1}) → a_t → env step
-            for step in range(T):
+            if infers is not None:
+                rollout_buffers(env, infers, T, epoch, watch, stop, pool)
+            for step in range(T if infers is None else 0):
                 if stop["requested"]:  # Ctrl-C: drop the partial rollout; the weights are the last epoch's
                     break
                 s = time.perf_counter()
-                actions = infer(step, epoch * T + step, env.observations, env.rewards, env.terminals)
+                actions = infer(step, epoch * T + step, env.observations, env.rewards, env.terminals,
+                                env.action_mask)
                 watch.add("inference", s)
                 s = time.perf_counter()
                 env.step(actions)
@@ -180,6 +228,8 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
         logger.close()
         if main_thread:
             signal.signal(signal.SIGINT, old_handler)
+        if pool is not None:
+            pool.shutdown(wait=True)
         env.close()
     how = "stopped (Ctrl-C)" if stop["requested"] else "done"
     print(f"{how}: {global_step:,} steps in {fmt_s(time.perf_counter() - start)}; checkpoint {last_ckpt}; "

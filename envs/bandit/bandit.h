@@ -4,12 +4,17 @@
  * Each step shows a random context c in 0..3 (one-hot, 4 floats). Head 0 (4 arms) earns 0.5 for
  * choosing c, head 1 (3 arms) earns 0.5 for choosing c % 3. Every step is a whole episode
  * (terminal = 1). perf = both heads right; a random policy gets perf 1/12.
- * [env] spin: extra busy work per step (iterations of a hash chain; ~1000 take ~3 µs on one
- * 2020s core). It changes nothing else: it makes the env slow on purpose, to measure how well
- * env stepping overlaps with inference (tools/bench_train.py).
+ * Two knobs make the env slow on purpose, changing nothing else, to measure how well env stepping
+ * overlaps with inference (tools/bench_train.py --buffers 1,2):
+ *   [env] spin: busy work per step (iterations of a hash chain; 10000 take ~23 µs on one core);
+ *   [env] wait_us: a sleep per step, for an env whose cost is not on the CPU cores inference
+ *   needs (an external simulator, I/O; and the model of a CPU env beside a real GPU, since on
+ *   lavapipe inference itself runs on the CPU cores). Linux adds ~50 µs of timer slack per sleep.
  */
 #ifndef BANDIT_BANDIT_H
 #define BANDIT_BANDIT_H
+
+#include <time.h>
 
 #include "raylib.h"
 typedef float obs_t;
@@ -37,6 +42,7 @@ struct Env {
     int context;
     int last_a0, last_a1;  /* for rendering */
     int spin;              /* busy-work iterations per step */
+    int wait_us;           /* sleep per step, microseconds */
     unsigned int spin_out; /* the busy work's result, kept so it is not optimized away */
 };
 
@@ -56,6 +62,8 @@ void puf_init(Env* env, Dict* kwargs) {
     env->last_a0 = env->last_a1 = -1;
     double spin = dict_get(kwargs, "spin");
     env->spin = spin > 0.0 && spin < 1e9 ? (int)spin : 0;
+    double wait = dict_get(kwargs, "wait_us");
+    env->wait_us = wait > 0.0 && wait < 1e6 ? (int)wait : 0;
 }
 
 void puf_reset(Env* env) { bandit_new_context(env); }
@@ -68,6 +76,10 @@ void puf_step(Env* env) {
         unsigned int h = env->spin_out + (unsigned int)env->context;
         for (int i = 0; i < env->spin; i++) h = (h ^ (h >> 15)) * 0x2C1B3C6Du + 0x297A2D39u;
         env->spin_out = h;
+    }
+    if (env->wait_us > 0) {
+        struct timespec ts = {0, (long)env->wait_us * 1000L};
+        nanosleep(&ts, NULL);
     }
     float a0 = agent->actions[0], a1 = agent->actions[1];
     /* compare as floats: no conversion of an out-of-range value */

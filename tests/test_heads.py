@@ -1,0 +1,418 @@
+"""Action masks, continuous (Gaussian) and hybrid heads: sampling, PPO loss, V-trace and whole updates vs
+the torch goldens (golden/sample, ppo_heads, advantage_heads, learner_heads); the mask path leaves an
+unmasked run bit-identical; the freeze ablation; layout; clear errors for bad input."""
+import numpy as np
+import pytest
+
+from golden_check import assert_close, case, golden, meta
+from trainer.gpu import GPUError
+from trainer.learner import STATS, Learner, LearnerConfig, compute_advantage, ppo_loss, reduce_logstd_grad, reduce_stats
+from trainer.policy import (Policy, PolicySpec, Rollout, RolloutStep, ceil4, flatten, pack_mask, sample_actions,
+                            unflatten)
+
+HALF_LOG_2PI = 0.5 * np.log(2 * np.pi)
+
+
+def _cases(family):
+    return sorted({k.split("/")[0] for k in golden(family)})
+
+
+def _cfg(m):
+    return LearnerConfig(**{k: m[k] for k in LearnerConfig.__dataclass_fields__ if k in m})
+
+
+def _pad(a, ld):
+    out = np.zeros((a.shape[0], ld), np.float32)
+    out[:, :a.shape[1]] = a
+    return out
+
+
+def _spec(heads):
+    return PolicySpec(obs_size=1, hidden=8, layers=1, act_sizes=tuple(heads))
+
+
+# ------------------------------------------------------------------------------------------ sampling
+
+REPS = 4096  # agents per golden row
+
+
+def _sample(gpu, spec, out_rows, logstd, mask_rows, deterministic, step=5):
+    """Run sample_actions once on REPS copies of every golden row; returns (actions [rows, REPS, K], logprobs)."""
+    M = out_rows.shape[0]
+    N = M * REPS
+    ldo = ceil4(spec.out)
+    out = gpu.array(_pad(np.repeat(out_rows, REPS, axis=0), ldo), "out")
+    sizes = gpu.array(np.array(spec.act_sizes, np.uint32), "act_sizes")
+    glob = gpu.array(np.array([0, step, 99, int(deterministic)], np.uint32), "globals")
+    ls = gpu.array(logstd.reshape(-1), "logstd") if logstd is not None else None
+    mk = gpu.array(pack_mask(np.repeat(mask_rows, REPS, axis=0), spec), "mask") if mask_rows is not None else None
+    a_step, acts = gpu.buffer(4 * N * spec.K, "actions_step"), gpu.buffer(4 * N * spec.K, "actions")
+    lp, val = gpu.buffer(4 * N, "logprobs"), gpu.buffer(4 * N, "values")
+    plan = gpu.plan("sample")
+    sample_actions(plan, out.range(), ldo, sizes.range(), glob.range(), a_step.range(), acts.range(), lp.range(),
+                   val.range(), N, 1, spec, logstd=ls.range() if ls else None, mask=mk.range() if mk else None)
+    gpu.run(plan)
+    a = gpu.read(acts).reshape(M, REPS, spec.K)
+    assert np.array_equal(gpu.read(a_step).reshape(M, REPS, spec.K), a), "env copy and rollout copy differ"
+    assert np.array_equal(gpu.read(val).reshape(M, REPS), np.repeat(out_rows[:, spec.A:spec.A + 1], REPS, 1))
+    return a, gpu.read(lp).reshape(M, REPS)
+
+
+@pytest.mark.parametrize("name", _cases("sample"))
+def test_sampling_statistics_golden(gpu, name):
+    """Masked choices are never drawn, frequencies follow the masked softmax, Gaussian draws have the
+    golden μ and σ, the logprob is the golden distribution's, and deterministic mode takes argmax / μ."""
+    g, m = case("sample", name), meta("sample", name)
+    spec = _spec(m["act_sizes"])
+    M = m["M"]
+    mask = g.get("mask")
+    logstd = g.get("logstd")
+    a, lp = _sample(gpu, spec, g["out"], logstd, mask, deterministic=False)
+    table = g["logp_table"].astype(np.float64)
+    want_lp = np.zeros((M, REPS))
+    o, kc = 0, 0
+    for h, size in enumerate(spec.act_sizes):
+        x = a[:, :, h].astype(np.float64)
+        if size == 1:
+            mu, sigma = table[:, o:o + 1], float(g["sigma"][kc])
+            z = (x - mu) / sigma
+            assert np.all(np.abs(z.mean(1)) < 5 / np.sqrt(REPS)), (name, h, z.mean(1))  # mean μ
+            assert np.all(np.abs(z.std(1) - 1) < 5 / np.sqrt(2 * REPS)), (name, h, z.std(1))  # std σ
+            inside = (np.abs(z) < 1).mean(1)  # the shape too: P(|z| < 1) = 0.6827
+            assert np.all(np.abs(inside - 0.6827) < 5 * np.sqrt(0.6827 * 0.3173 / REPS)), (name, h, inside)
+            want_lp += -0.5 * z ** 2 - HALF_LOG_2PI - np.log(sigma)
+            kc += 1
+        else:
+            assert np.all(x == np.floor(x)) and x.min() >= 0 and x.max() < size
+            idx = x.astype(int)
+            for r in range(M):
+                legal = mask[r, o:o + size] != 0 if mask is not None else np.ones(size, bool)
+                freq = np.bincount(idx[r], minlength=size) / REPS
+                if legal.any():
+                    assert np.all(freq[~legal] == 0), f"{name} row {r} head {h}: drew a masked choice {freq}"
+                p = np.exp(table[r, o:o + size])
+                tol = 5 * np.sqrt(p * (1 - p) / REPS) + 1e-3
+                assert np.all(np.abs(freq - p) < tol), (name, r, h, freq, p)
+                want_lp[r] += table[r, o + idx[r]]
+        o += size
+    assert_close(f"sample_actions {name} logprob", lp, want_lp, "sample")
+
+    det, det_lp = _sample(gpu, spec, g["out"], logstd, mask, deterministic=True)
+    assert np.array_equal(det, np.repeat(g["det_actions"][:, None, :], REPS, 1)), "deterministic: argmax / μ"
+    assert_close(f"sample_actions {name} deterministic logprob", det_lp[:, 0], g["det_logprob"], "sample")
+
+
+# ------------------------------------------------------------------------------------- PPO, V-trace
+
+@pytest.mark.parametrize("name", _cases("ppo_heads"))
+def test_ppo_loss_heads_golden(gpu, name):
+    g, m = case("ppo_heads", name), meta("ppo_heads", name)
+    M, spec = m["M"], _spec(m["act_sizes"])
+    ldo = ceil4(spec.out)
+    b = {k: gpu.array(g[k], k) for k in ("actions", "logprobs", "values", "advantages", "returns")}
+    out = gpu.array(_pad(g["out"], ldo), "out")
+    sizes = gpu.array(np.array(spec.act_sizes, np.uint32), "act_sizes")
+    mask = gpu.array(pack_mask(g["mask"], spec), "mask") if "mask" in g else None
+    logstd = gpu.array(g["logstd"].reshape(-1), "logstd") if spec.Kc else None
+    dout = gpu.array(np.full((M, ldo), np.nan, np.float32), "dout")  # every element must be written
+    rows = gpu.array(np.full(M * spec.Kc, np.nan, np.float32), "dlogstd_rows") if spec.Kc else None
+    dlogstd = gpu.buffer(4 * max(1, spec.Kc), "dlogstd")
+    stats, logs = gpu.buffer(4 * M * len(STATS), "stats"), gpu.buffer(4 * 2 * len(STATS), "logs")
+    plan = gpu.plan(name)
+    ppo_loss(plan, out=out.range(), ldo=ldo, actions=b["actions"].range(), logprobs=b["logprobs"].range(),
+             values=b["values"].range(), advantages=b["advantages"].range(), returns=b["returns"].range(),
+             act_sizes=sizes.range(), dout=dout.range(), stats=stats.range(), M=M, spec=spec, cfg=_cfg(m),
+             logstd=logstd.range() if logstd else None, mask=mask.range() if mask else None,
+             dlogstd_rows=rows.range() if rows else None)
+    reduce_stats(plan, stats=stats.range(), logs=logs.range(), slot=1, M=M)
+    if spec.Kc:
+        reduce_logstd_grad(plan, dlogstd_rows=rows.range(), dlogstd=dlogstd.range(), M=M, Kc=spec.Kc)
+    gpu.run(plan)
+    d = gpu.read(dout).reshape(M, ldo)
+    assert np.all(d[:, spec.out:] == 0), "padding columns of dout must be zero"
+    label = f"ppo_loss {name} M={M} heads {list(spec.act_sizes)}"
+    assert_close(f"{label} dout", d[:, :spec.out], g["dout"], "ppo")
+    if "mask" in g:  # an illegal logit was replaced by a constant: exactly no gradient
+        cols = np.flatnonzero(np.array([s for s in spec.act_sizes for _ in range(s)]) >= 2)
+        illegal = g["mask"][:, cols] == 0
+        assert np.all(d[:, cols][illegal] == 0)
+    per = gpu.read(stats).reshape(M, len(STATS))
+    assert_close(f"{label} entropy per element", per[:, 2], g["entropy"], "ppo")
+    assert_close(f"{label} logp per element", g["logprobs"] - per[:, 4], g["logp"], "ppo")
+    got = gpu.read(logs).reshape(2, len(STATS))[1]
+    for i, k in enumerate(STATS):
+        assert_close(f"reduce_stats {name} {k}", got[i:i + 1], g["stats"][i:i + 1], "ppo_stats")
+    if spec.Kc:
+        assert_close(f"{label} dlogstd", gpu.read(dlogstd)[:spec.Kc], g["dlogstd"].reshape(-1), "ppo_logstd")
+
+
+@pytest.mark.parametrize("name", _cases("advantage_heads"))
+def test_vtrace_heads_golden(gpu, name):
+    g, m = case("advantage_heads", name), meta("advantage_heads", name)
+    R, T, spec = m["R"], m["T"], _spec(m["act_sizes"])
+    ldo = ceil4(spec.out)
+    b = {k: gpu.array(g[k], k) for k in ("actions", "logprobs", "rewards", "terminals")}
+    out = gpu.array(_pad(g["out"], ldo), "out")
+    sizes = gpu.array(np.array(spec.act_sizes, np.uint32), "act_sizes")
+    mask = gpu.array(pack_mask(g["mask"], spec), "mask") if "mask" in g else None
+    logstd = gpu.array(g["logstd"].reshape(-1), "logstd") if spec.Kc else None
+    adv, ret = gpu.buffer(4 * R * T, "adv"), gpu.buffer(4 * R * T, "ret")
+    plan = gpu.plan(name)
+    compute_advantage(plan, out=out.range(), ldo=ldo, actions=b["actions"].range(), logprobs=b["logprobs"].range(),
+                      rewards=b["rewards"].range(), terminals=b["terminals"].range(), act_sizes=sizes.range(),
+                      advantages=adv.range(), returns=ret.range(), R=R, T=T, spec=spec, cfg=_cfg(m),
+                      logstd=logstd.range() if logstd else None, mask=mask.range() if mask else None)
+    gpu.run(plan)
+    label = f"compute_advantage {name} R={R} T={T} heads {list(spec.act_sizes)}"
+    assert_close(label + " advantages", gpu.read(adv), g["advantages"].reshape(-1), "advantage")
+    assert_close(label + " returns", gpu.read(ret), g["returns"].reshape(-1), "advantage")
+
+
+# ------------------------------------------------------------------------------------ whole updates
+
+def _learner_heads(gpu, name, masks=True, **cfg_over):
+    g, m = case("learner_heads", name), meta("learner_heads", name)
+    spec = PolicySpec(obs_size=m["D"], hidden=m["H"], layers=m["L"], act_sizes=tuple(m["act_sizes"]))
+    N, T, R = m["N"], m["T"], m["R"]
+    policy = Policy(gpu, spec, flatten(spec, {t.name: g[f"w0.{t.name}"] for t in spec.tensors}))
+    ro = Rollout(gpu, spec, N, T)
+    gpu.upload(ro.obs, _pad(g["obs"].reshape(N * T, -1), ro.ldo))
+    gpu.upload(ro.initial_state, g["h0"])
+    for k in ("terminals", "actions", "logprobs", "values", "rewards"):
+        gpu.upload(getattr(ro, k), g[k])
+    if "mask" in g:
+        gpu.upload(ro.mask, pack_mask(g["mask"], spec))
+    cfg = _cfg(m)
+    for k, v in cfg_over.items():
+        setattr(cfg, k, v)
+    learner = Learner(policy, ro, minibatch_size=R * T, cfg=cfg, masks=masks)
+    return g, m, spec, policy, learner
+
+
+@pytest.mark.parametrize("name", _cases("learner_heads"))
+def test_learner_heads_updates_golden(gpu, name):
+    """Consecutive minibatch updates with masks / Gaussian heads / both, logstd included, vs torch."""
+    g, m, spec, policy, learner = _learner_heads(gpu, name)
+    assert learner.num_minibatches == m["minibatches"]
+    prev = unflatten(spec, policy.read_weights())
+    for mb in range(m["minibatches"]):
+        res = learner.run(m["lr"], minibatches=[mb])
+        w = unflatten(spec, policy.read_weights())
+        mom = unflatten(spec, learner.muon.read_momentum())
+        label = f"learner {name} after update {mb + 1}"
+        for t in spec.tensors:
+            want = g[f"w{mb + 1}.{t.name}"]
+            assert_close(f"{label} {t.name}", w[t.name], want, "learner")
+            assert_close(f"{label} {t.name} change", w[t.name] - prev[t.name], want - prev[t.name], "learner_step")
+            assert_close(f"{label} {t.name} momentum", mom[t.name], g[f"momentum{mb + 1}.{t.name}"], "learner_step")
+        for i, k in enumerate(STATS + ("grad_norm",)):
+            assert_close(f"{label} stat {k}", res["per_minibatch"][0, i:i + 1], g["stats"][mb, i:i + 1],
+                         "learner_stats")
+        prev = w
+    if name == "masked_clipped_1mb":
+        assert max(m["clip"]) < 1.0 and res["grad_norm"] > m["max_grad_norm"], "this case must clip the gradient"
+
+
+def test_learner_heads_deterministic(gpu):
+    finals = []
+    for _ in range(2):
+        _, m, _, policy, learner = _learner_heads(gpu, "hybrid_masked_3mb")
+        res = learner.run(m["lr"])
+        finals.append((policy.read_weights().tobytes(), learner.muon.read_momentum().tobytes(),
+                       res["per_minibatch"].tobytes()))
+    assert finals[0] == finals[1]
+
+
+def test_freeze_continuous_ablation(gpu):
+    """freeze_continuous: the Gaussian heads' means and logstd get no gradient; the rest is unchanged."""
+    g, m = case("ppo_heads", "hybrid_m67"), meta("ppo_heads", "hybrid_m67")
+    M, spec = m["M"], _spec(m["act_sizes"])
+    ldo = ceil4(spec.out)
+    results = []
+    for frozen in (False, True):
+        cfg = _cfg(m)
+        cfg.freeze_continuous = frozen
+        b = {k: gpu.array(g[k], k) for k in ("actions", "logprobs", "values", "advantages", "returns")}
+        out, dout = gpu.array(_pad(g["out"], ldo), "out"), gpu.buffer(4 * M * ldo, "dout")
+        rows, dls = gpu.buffer(4 * M * spec.Kc, "rows"), gpu.buffer(4 * spec.Kc, "dlogstd")
+        stats = gpu.buffer(4 * M * len(STATS), "stats")
+        plan = gpu.plan("freeze")
+        ppo_loss(plan, out=out.range(), ldo=ldo, actions=b["actions"].range(), logprobs=b["logprobs"].range(),
+                 values=b["values"].range(), advantages=b["advantages"].range(), returns=b["returns"].range(),
+                 act_sizes=gpu.array(np.array(spec.act_sizes, np.uint32), "sizes").range(), dout=dout.range(),
+                 stats=stats.range(), M=M, spec=spec, cfg=cfg, logstd=gpu.array(g["logstd"], "ls").range(),
+                 mask=gpu.array(pack_mask(g["mask"], spec), "mask").range(), dlogstd_rows=rows.range())
+        reduce_logstd_grad(plan, dlogstd_rows=rows.range(), dlogstd=dls.range(), M=M, Kc=spec.Kc)
+        gpu.run(plan)
+        results.append((gpu.read(dout).reshape(M, ldo), gpu.read(dls)))
+    (d0, l0), (d1, l1) = results
+    mean_cols = [3, 6]  # heads (3, 1, 2, 1): the means sit at columns 3 and 6
+    assert np.all(d1[:, mean_cols] == 0) and np.all(l1 == 0)
+    assert np.abs(d0[:, mean_cols]).max() > 0 and np.abs(l0).max() > 0
+    other = [c for c in range(spec.out) if c not in mean_cols]
+    assert np.array_equal(d0[:, other], d1[:, other])
+
+
+# ------------------------------------------------------------------- masks leave unmasked runs alone
+
+def test_mask_path_is_bit_identical_when_all_legal(gpu):
+    """An env that never writes its mask trains exactly as without the mask path: learner updates
+    (mask bound and all ones vs no mask at all) and rollout steps agree to the bit."""
+    from test_learner import _learner_from_golden
+    finals = []
+    for masks in (True, False):
+        _, m, spec, policy, learner = _learner_from_golden(gpu, "small_vtrace")
+        if not masks:
+            learner = Learner(policy, learner.rollout, learner.M, _cfg(m), masks=False)
+        res = [learner.run(m["lr"])["per_minibatch"].tobytes() for _ in range(2)]
+        finals.append((policy.read_weights().tobytes(), learner.muon.read_momentum().tobytes(), res))
+    assert finals[0] == finals[1]
+
+    spec = PolicySpec(obs_size=11, hidden=16, layers=2, act_sizes=(3, 4, 2))
+    N, T = 29, 6
+    runs = []
+    for masks in (True, False):
+        rng = np.random.default_rng(4)
+        policy = Policy(gpu, spec, seed=5)
+        ro = Rollout(gpu, spec, N, T)
+        step = RolloutStep(policy, ro, seed=8, masks=masks)
+        acts = [step(t, 40 + t, rng.standard_normal((N, 11)), rng.standard_normal(N), (rng.random(N) < 0.2) * 1.0,
+                     np.ones((N, spec.A), np.uint8)).tobytes() for t in range(T)]
+        runs.append((acts, gpu.read(ro.logprobs).tobytes(), gpu.read(ro.values).tobytes()))
+    assert runs[0] == runs[1]
+
+
+def test_rollout_stores_mask_and_training_uses_it(gpu):
+    """The env's mask goes to the GPU with the observations: masked choices are never sampled, the
+    rollout stores the mask, and the logprob the learner recomputes from it equals the sampler's."""
+    spec = PolicySpec(obs_size=5, hidden=16, layers=1, act_sizes=(4, 1, 3))
+    N, T = 33, 4
+    rng = np.random.default_rng(2)
+    policy = Policy(gpu, spec, seed=1)
+    ro = Rollout(gpu, spec, N, T)
+    step = RolloutStep(policy, ro, seed=3)
+    masks = []
+    for t in range(T):
+        mask = (rng.random((N, spec.A)) < 0.5).astype(np.uint8)
+        mask[:, 0] = 1  # head 0 and head 2 keep one legal choice each
+        mask[:, 5] = 1
+        masks.append(mask)
+        a = step(t, t, rng.standard_normal((N, 5)), np.zeros(N), np.zeros(N), mask)
+        assert np.all(mask[np.arange(N), a[:, 0].astype(int)] == 1)
+        assert np.all(mask[np.arange(N), 5 + a[:, 2].astype(int)] == 1)
+        assert np.all(a[:, 1] != np.floor(a[:, 1])), "a Gaussian head draws floats"
+    stored = gpu.read(ro.mask, dtype=np.uint32).reshape(N, T)
+    want = np.stack([pack_mask(mk, spec)[:, 0] for mk in masks], 1)
+    assert np.array_equal(stored, want)
+    # the next step without a mask: back to all legal (uploaded once, then skipped)
+    step(0, 9, rng.standard_normal((N, 5)), np.zeros(N), np.zeros(N), np.ones((N, spec.A), np.uint8))
+    assert np.all(gpu.read(ro.mask, dtype=np.uint32).reshape(N, T)[:, 0] == 0xFFFFFFFF)
+    # V-trace recomputes each stored action's logprob from the stored mask and logstd: ratio = 1 everywhere
+    for t in range(T):
+        step(t, 20 + t, rng.standard_normal((N, 5)), rng.uniform(-1, 1, N), np.zeros(N), masks[t])  # not clamped
+    from trainer.policy import Activations, policy_forward
+    act = Activations(gpu, spec, N, T)
+    adv, ret = gpu.buffer(4 * N * T, "adv"), gpu.buffer(4 * N * T, "ret")
+    plan = gpu.plan("check")
+    policy_forward(plan, policy, act, ro.obs.range(), ro.ldo, ro.terminals.range(),
+                   [ro.state_of(ro.initial_state, 0)])
+    cfg = LearnerConfig(vtrace=True, vtrace_rho_clip=1e9, vtrace_c_clip=1e9, gamma=1.0, gae_lambda=1.0)
+    compute_advantage(plan, out=act.out.range(), ldo=act.ldo, actions=ro.actions.range(), logprobs=ro.logprobs.range(),
+                      rewards=ro.rewards.range(), terminals=ro.terminals.range(), act_sizes=policy.act_sizes.range(),
+                      advantages=adv.range(), returns=ret.range(), R=N, T=T, spec=spec, cfg=cfg,
+                      logstd=policy.w("logstd"), mask=ro.mask.range())
+    gpu.run(plan)
+    out = gpu.read(act.out).reshape(N * T, act.ldo)
+    # with ρ = c = ratio unclipped and γ = λ = 1, A_{T−2} = ρ·(r + V' − V): recover ρ where r + V' − V ≠ 0
+    r = gpu.read(ro.rewards).reshape(N, T)
+    v = out[:, spec.A].reshape(N, T)
+    delta = r[:, T - 1] + v[:, T - 1] - v[:, T - 2]
+    rho = gpu.read(adv).reshape(N, T)[:, T - 2] / delta
+    assert np.allclose(rho, 1.0, atol=2e-4), rho
+
+
+# ------------------------------------------------------------------------------ layout and errors
+
+def test_continuous_layout_is_pufferlibs():
+    """Encoder [H, D], decoder [K+1, H], logstd [1, K], layers [3H, H], each padded to 8 floats."""
+    D, H, L, K = 27, 32, 3, 3
+    spec = PolicySpec(obs_size=D, hidden=H, layers=L, act_sizes=(1,) * K)
+    assert spec.action_space == "continuous" and spec.Kc == K
+    assert [t.name for t in spec.tensors] == ["encoder", "decoder", "logstd", "mingru.0", "mingru.1", "mingru.2"]
+    assert spec.decoder.shape == (K + 1, H) and spec.logstd.shape == (1, K)
+    pad8 = lambda n: -(-n // 8) * 8  # noqa: E731
+    want = pad8(H * D) + pad8((K + 1) * H) + pad8(K) + L * pad8(3 * H * H)
+    assert spec.num_floats == want and spec.nbytes == 4 * want
+    assert spec.logstd.offset == pad8(H * D) + pad8((K + 1) * H) and spec.mingru(0).offset == spec.logstd.offset + 8
+    assert spec.pufferlib_notes() and "K % 8" in spec.pufferlib_notes()[0]  # K = 3: warned
+    assert not PolicySpec(obs_size=D, hidden=H, layers=L, act_sizes=(1,) * 8).pufferlib_notes()
+    hybrid = PolicySpec(obs_size=D, hidden=H, layers=L, act_sizes=(3, 1, 2))
+    assert hybrid.action_space == "hybrid" and hybrid.logstd.shape == (1, 1) and hybrid.decoder.shape == (7, H)
+    assert "puffgpu-only" in hybrid.pufferlib_notes()[0]
+    w = unflatten(spec, __import__("trainer.policy", fromlist=["init_weights"]).init_weights(spec, 73))
+    assert np.all(w["logstd"] == 0), "logstd starts at 0: σ = 1"
+
+
+def test_bad_head_sizes_and_shapes_are_refused(gpu):
+    with pytest.raises(ValueError, match=r"action head 1 has size 0 in ACT_SIZES \[3, 0\].*>= 1"):
+        PolicySpec(obs_size=4, hidden=8, layers=1, act_sizes=(3, 0))
+    with pytest.raises(ValueError, match="no action heads"):
+        PolicySpec(obs_size=4, hidden=8, layers=1, act_sizes=())
+    spec = PolicySpec(obs_size=4, hidden=8, layers=1, act_sizes=(3, 1))
+    step = RolloutStep(Policy(gpu, spec, seed=0), Rollout(gpu, spec, 5, 2), seed=0)
+    ok = dict(obs=np.zeros((5, 4)), rewards=np.zeros(5), terminals=np.zeros(5))
+    with pytest.raises(ValueError, match=r"action_mask must have shape \(5, 4\).*got \(5, 3\)"):
+        step(0, 0, **ok, action_mask=np.ones((5, 3), np.uint8))
+    with pytest.raises(ValueError, match=r"observations must have shape \(5, 4\).*got \(5, 5\)"):
+        step(0, 0, np.zeros((5, 5)), ok["rewards"], ok["terminals"])
+    with pytest.raises(ValueError, match=r"action_mask must have shape \(agents, 4\)"):
+        pack_mask(np.ones((5, 6), np.uint8), spec)
+    r = gpu.buffer(4096, "b").range()
+    with pytest.raises(GPUError, match="logstd is needed"):
+        sample_actions(gpu.plan("x"), r, 4, r, r, r, r, r, r, 5, 1, spec)
+
+
+# ------------------------------------------------------------------------------------- checkpoints
+
+def test_continuous_checkpoint_size_and_export(gpu, tmp_path):
+    """A continuous-only checkpoint is PufferLib's size (encoder, decoder [K+1, H], logstd [1, K], layers,
+    each padded to 8 floats), round-trips bit-exactly, and exports with logstd named."""
+    import subprocess
+    import sys
+
+    from safetensors.numpy import load_file
+
+    from trainer import checkpoint as ckpt
+    D, H, L, K = 11, 16, 2, 3
+    spec = PolicySpec(obs_size=D, hidden=H, layers=L, act_sizes=(1,) * K)
+    w = np.random.default_rng(0).standard_normal(spec.num_floats).astype(np.float32)
+    path = ckpt.save(tmp_path / "c.bin", w, spec, "reach", 7)
+    pad8 = lambda n: -(-n // 8) * 8  # noqa: E731
+    assert path.stat().st_size == 4 * (pad8(H * D) + pad8((K + 1) * H) + pad8(K) + L * pad8(3 * H * H)) == 7136
+    side = ckpt.read_sidecar(path)
+    assert side["format"] == ckpt.FORMAT and side["action_space"] == "continuous" and "puffgpu_only" not in side
+    assert "K % 8" in side["pufferlib_notes"][0]
+    loaded, _ = ckpt.load(path, spec)
+    assert loaded.tobytes() == w.tobytes()
+    subprocess.run([sys.executable, "tools/export_safetensors.py", str(path)], check=True, capture_output=True)
+    t = load_file(str(tmp_path / "c.safetensors"))
+    assert sorted(t) == ["decoder.logstd", "decoder.weight", "encoder.weight", "mingru.0.weight", "mingru.1.weight"]
+    ref = unflatten(spec, w)
+    assert t["decoder.logstd"].shape == (1, K) and np.array_equal(t["decoder.logstd"], ref["logstd"])
+    assert t["decoder.weight"].shape == (K + 1, H) and np.array_equal(t["mingru.1.weight"], ref["mingru.1"])
+    # a PufferLib file (no sidecar) of that size loads as the continuous architecture
+    raw = tmp_path / "0000000000000001.bin"
+    w.astype("<f4").tofile(raw)
+    assert np.array_equal(ckpt.load(raw, spec)[0], w)
+
+
+def test_hybrid_checkpoint_sidecar_says_puffgpu_only(tmp_path):
+    from trainer import checkpoint as ckpt
+    spec = PolicySpec(obs_size=5, hidden=8, layers=1, act_sizes=(3, 1, 2))
+    path = ckpt.save(tmp_path / "h.bin", np.zeros(spec.num_floats, np.float32), spec, "aimjump", 1)
+    side = ckpt.read_sidecar(path)
+    assert side["puffgpu_only"] is True and side["action_space"] == "hybrid" and side["format"] == ckpt.FORMAT_HYBRID
+    assert "PufferLib 5.0 rejects mixed action spaces" in side["pufferlib_notes"][0]
+    discrete = PolicySpec(obs_size=5, hidden=8, layers=1, act_sizes=(3, 2))
+    side = ckpt.read_sidecar(ckpt.save(tmp_path / "d.bin", np.zeros(discrete.num_floats, np.float32), discrete, "x", 1))
+    assert "puffgpu_only" not in side and "pufferlib_notes" not in side
