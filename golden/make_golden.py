@@ -98,6 +98,43 @@ def matmul(gen):
     write("matmul", tensors, "matmul: y = x @ w.T (x [M,K], w [N,K]); dx, dw from (y*dout).sum().backward()", cases)
 
 
+# Split-K (matmul.wgsl's tile and wgmem kernels; issue 9). Each case reduces over K (y), N (dx) and M
+# (dW); the tests split those lengths 2, 3 and 16 ways (chunks of ceil4(ceil(len/splits)) values), so
+# the last chunk is sometimes 1 long (65 = 8·8 + 1), exactly full (64), or ragged. Also the shapes of
+# the Newton–Schulz Gram products (mingru X [384,128]: G = XᵀX over 384, update over 128; encoder
+# X [128,413]: G = XXᵀ over 413; decoder [7,128]) and the decoder's dW over many rows. A file of its
+# own so that matmul.safetensors stays bit for bit as it was.
+MATMUL_SPLITK_CASES = {
+    "one": (1, 1, 1),
+    "k65": (17, 65, 9),            # y over 65: 16 splits → 9 chunks of 8, the last of 1
+    "k64": (64, 64, 64),           # chunks exactly full; tile (32/64) edges exact
+    "wg_edges": (33, 17, 31),      # one past / one short of the 32-wide tiles
+    "k129": (45, 129, 66),         # wgmem's 16-deep stages: 8 full + 1; 64-wide tiles ±2
+    "long_rows": (1031, 7, 5),     # dW over 1031 rows (16 splits: 15 chunks of 68 + 11)
+    "decoder_rows": (1029, 128, 7),  # decoder: y [1029,7] over 128, dW [7,128] over 1029 rows
+    "gram_mingru": (384, 128, 128),
+    "gram_encoder": (128, 413, 128),
+    "gram_decoder": (7, 128, 7),
+}
+
+
+@family
+def matmul_splitk(gen):
+    """y = x·Wᵀ with dx = dout·W and dW = doutᵀ·x at split-K chunk edges and Gram sides."""
+    tensors, cases = {}, {}
+    for name, (M, K, N) in MATMUL_SPLITK_CASES.items():
+        x = rand(gen, M, K).requires_grad_()
+        w = rand(gen, N, K).requires_grad_()
+        dout = rand(gen, M, N)
+        y = x @ w.T
+        (y * dout).sum().backward()
+        for key, t in (("x", x), ("w", w), ("dout", dout), ("y", y), ("dx", x.grad), ("dw", w.grad)):
+            tensors[f"{name}/{key}"] = f32(t)
+        cases[name] = {"M": M, "K": K, "N": N}
+    write("matmul_splitk", tensors, "matmul at split-K chunk edges and Gram shapes: y = x @ w.T (x [M,K], "
+          "w [N,K]); dx, dw from (y*dout).sum().backward()", cases)
+
+
 # ---------------------------------------------------------------------------------------------- MinGRU
 
 def mingru_scan_ref(c, x, h0, terminals):

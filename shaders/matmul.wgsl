@@ -1,5 +1,5 @@
 // matmul.wgsl — the three bias-free products of a linear layer y = x·Wᵀ (W row-major [out, in]),
-// on sub-ranges of flat buffers, optionally batched (grid z) and with an epilogue
+// on sub-ranges of flat buffers, optionally batched and split along K, with an epilogue
 //     Y = alpha·(product) + beta·Z        (beta = 0: plain store; Z = Y, beta = 1: accumulate)
 //
 //   matmul_forward          Y[M,N] = Σ_k A[m,k]·B[n,k]    y  = x·Wᵀ   A = x [M,K],  B = W  [N,K]
@@ -7,45 +7,47 @@
 //   matmul_backward_weight  Y[M,N] = Σ_k A[k,m]·B[k,n]    dW = dyᵀ·x  A = dy [K,M], B = x  [K,N]
 //
 // Shapes: M, N output rows/cols, K the reduced dimension. Every operand has an element offset
-// (*_off), a row stride (ld*) and a batch stride (*_bs, used with grid z = batch index). tr = 1 stores
-// Y transposed (y[n·ldy + m]): the forward launcher swaps A and B for narrow outputs (yᵀ = B·Aᵀ).
+// (*_off), a row stride (ld*) and a batch stride (*_bs). tr = 1 stores Y transposed (y[n·ldy + m]).
+// Split-K (splits > 1): split s of the product covers k in [s·kc, min(K, (s+1)·kc)) and stores its raw
+// partial sums to part[((s·batch + bt)·M + m)·N + n]; matmul_splitk_reduce then adds the splits in the
+// order s = 0, 1, … and applies the epilogue. Same splits → same result bit for bit, run to run.
 //
 // Bindings: a, b (operands as f32), y (output), z (epilogue input; may alias y), a4, b4 (the same
-// operands seen as vec4, for the *_vec4 kernels), then Params. All storage is read_write: Muon
-// multiplies matrices that live in one scratch buffer, and a buffer bound read-only and read-write
-// in one dispatch is rejected even on disjoint ranges (read-only binding measured no faster anyway).
+// operands seen as vec4, for VEC4 = 1), part (split-K partial sums), then Params. All storage is
+// read_write: Muon multiplies matrices that live in one scratch buffer, and a buffer bound read-only
+// and read-write in one dispatch is rejected even on disjoint ranges.
 //
-// Three versions of each product, all under golden test:
-//   *_ref    one output per invocation, workgroup WG_X×WG_Y (x → n, y → m): obviously correct.
-//   plain    tuned (below), scalar loads: any offset/stride (the encoder's D = 413 rows).
-//   *_vec4   the same with vec4 loads; needs operand offsets and strides that are multiples of 4 and
-//            rows that hold whole vec4s (the launcher checks; e.g. obs rows padded from 413 to 416).
-//
-// Tuned kernels: a workgroup is one subgroup of 8 lanes (lavapipe runs 8 invocations per 256-bit SIMD
-// op) computing 8·RG rows × 64 columns; each lane keeps 8·RG × 8 outputs in registers (RG Tiles).
-// Grid: (ceil(N/64), ceil(M/(8·RG)), batch); RG (override) = 1, 2 or 4 chosen by the launcher.
-// Why this shape — measured on lavapipe (Mesa 22.3, LLVM 15): every storage load is done lane by
-// lane (~3 ns per vec4 per invocation, scalar loads ~2x that per float; addresses that are equal in
-// all lanes are not detected), while a subgroupBroadcast costs ~0.3 ns. So each lane loads only
-// what is its own (its columns of B) and the rows of A, which all 8 lanes need, are loaded once —
-// one row per lane — and handed around with subgroupBroadcast. The old 8×8-per-invocation kernel,
-// where every lane loaded the same A rows itself, spent ~60% of its time in loads (~7 GFLOP/s on
-// one thread vs ~13–15 now). Where subgroups are not 8 lanes wide (real GPUs; llvmpipe with
-// LP_NATIVE_VECTOR_WIDTH=128) a uniform branch takes a path where each lane loads all rows itself.
-// Rows/columns past the edge are clamped to valid ones: they compute sums that are never stored,
-// which keeps the inner loops branch-free. Tiles are indexed only with constants (helpers and loops of
-// constant trip count, unrolled) so that they stay in registers: one dynamic index, even in the final
-// store, moves a whole tile to memory and halves the speed.
+// Needs no optional feature (the lavapipe-shaped subgroup kernels live in matmul_subgroup.wgsl).
+// Entry points per product (trainer/ops.py names the variants and picks one per shape):
+//   *_ref    one output per invocation, workgroup WG_X×WG_Y (x → n, y → m), grid (ceil(N/WG_X),
+//            ceil(M/WG_Y), batch): the obviously correct version.
+//   *_tile   register blocks for 32/64-wide GPUs: workgroup 8×8 = 64 invocations, each computing a
+//            (4·BR)×4 block (BR = 1: 4×4, "tile4x4"; BR = 2: 8×4, "tile8x4") of Y held in mat4x4
+//            registers, 4 values of k per loop step; VEC4 = 1 loads vec4s along each operand's
+//            contiguous dimension (offsets and strides multiples of 4, rows holding whole vec4s: the
+//            launcher checks), VEC4 = 0 loads scalars (any offset/stride, e.g. the encoder's D = 413).
+//            Grid (ceil(N/32), ceil(M/(32·BR)), batch·splits).
+//   *_wgmem  workgroup-memory tiles ("wgmem"): 16×16 = 256 invocations share 64×16 tiles of A and B
+//            staged in workgroup memory, 16 values of k per stage; each invocation computes a 4×4 block,
+//            a workgroup 64×64 outputs. Scalar global loads (any offset/stride), vec4 reads of the tiles.
+//            Grid (ceil(N/64), ceil(M/64), batch·splits).
+//   matmul_splitk_reduce  one invocation per output: Σ_s part[s] in order, then the epilogue.
+//            Grid (x, y, batch) with x·y·64 ≥ M·N (x ≤ 32768).
+// Edges: rows/columns past M/N are clamped to valid ones (sums never stored), values of k past the end
+// of a split are zeroed on both operands (so even a non-finite value past K adds nothing).
 // Loops stay short: lavapipe stops an invocation silently after 65,535 loop iterations in total
-// (the launcher checks K against it). Needs the 'subgroup' feature (the launcher says so if absent).
+// (the launcher checks the longest loop).
 
 struct Params {
     M: u32, N: u32, K: u32,
-    a_off: u32, b_off: u32, y_off: u32, z_off: u32, a4_off: u32, b4_off: u32,
+    a_off: u32, b_off: u32, y_off: u32, z_off: u32, a4_off: u32, b4_off: u32, part_off: u32,
     lda: u32, ldb: u32, ldy: u32, ldz: u32,
     a_bs: u32, b_bs: u32, y_bs: u32, z_bs: u32,
     alpha: f32, beta: f32,
-    tr: u32,  // 1: Y stored transposed (see above)
+    tr: u32,      // 1: Y stored transposed
+    batch: u32,   // products in the batch (grid z = batch·splits for the tile and wgmem kernels)
+    splits: u32,  // 1: store Y with the epilogue; > 1: store raw partial sums to part
+    kc: u32,      // K per split (a multiple of 4; K when splits = 1)
 }
 
 @group(0) @binding(0) var<storage, read_write> a: array<f32>;
@@ -54,15 +56,13 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> z: array<f32>;
 @group(0) @binding(4) var<storage, read_write> a4: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read_write> b4: array<vec4<f32>>;
-@group(0) @binding(6) var<uniform> p: Params;
+@group(0) @binding(6) var<storage, read_write> part: array<f32>;
+@group(0) @binding(7) var<uniform> p: Params;
 
-override WG_X: u32 = 8u;  // *_ref workgroup
-override WG_Y: u32 = 8u;
-override RG: u32 = 4u;  // tuned kernels: row groups of 8 per workgroup (1, 2 or 4)
-
-alias V8 = array<vec4<f32>, 8>;
-alias Tile = array<vec4<f32>, 16>;  // row i of the 8×8 tile = (tile[2i], tile[2i+1])
-alias Rows = array<u32, 8>;
+override WG_X: u32 = 16u;  // *_ref workgroup
+override WG_Y: u32 = 16u;
+override BR: u32 = 1u;     // *_tile: row groups of 4 per invocation (1: 4×4 block, 2: 8×4)
+override VEC4: u32 = 0u;   // *_tile: 1 = vec4 loads
 
 fn store(m: u32, n: u32, bt: u32, v: f32) {
     let tr = p.tr != 0u;
@@ -109,350 +109,260 @@ fn matmul_backward_weight_ref(@builtin(global_invocation_id) gid: vec3<u32>) {
     store(m, n, bt, s);
 }
 
-// ---------------------------------------------------------------- tile helpers
+// ---------------------------------------------------------------- split-K bookkeeping
 
-// A lane's 8 output columns (its share of the subgroup's 64) and row pointers.
-alias Cols = array<u32, 8>;
+// What the workgroup at grid z works on: batch entry bt, split s, k in [k0, k1).
+struct Job { bt: u32, s: u32, k0: u32, k1: u32 }
 
-// Element index of the first element of 8 rows r0, r0+s, .. r0+7s (each clamped to count-1), stride ld.
-fn rows8(base: u32, r0: u32, s: u32, count: u32, ld: u32) -> Rows {
+fn job(z: u32) -> Job {
+    let bt = z % p.batch;
+    let s = z / p.batch;
+    let k0 = s * p.kc;
+    return Job(bt, s, k0, min(p.K, k0 + p.kc));
+}
+
+// One output of a block: stored with the epilogue, or as a raw partial sum of split j.s.
+fn put(m: u32, n: u32, j: Job, v: f32) {
+    if (m >= p.M || n >= p.N) { return; }
+    if (p.splits > 1u) {
+        part[p.part_off + ((j.s * p.batch + j.bt) * p.M + m) * p.N + n] = v;
+    } else {
+        store(m, n, j.bt, v);
+    }
+}
+
+// acc[c][r] = Y[m0 + r, n0 + c] (a mat4x4's columns are Y's columns); constant indices keep it in registers
+fn put_col(m0: u32, n: u32, j: Job, v: vec4<f32>) {
+    put(m0, n, j, v.x); put(m0 + 1u, n, j, v.y); put(m0 + 2u, n, j, v.z); put(m0 + 3u, n, j, v.w);
+}
+
+fn put_block(m0: u32, n0: u32, j: Job, acc: mat4x4<f32>) {
+    put_col(m0, n0, j, acc[0]); put_col(m0, n0 + 1u, j, acc[1]);
+    put_col(m0, n0 + 2u, j, acc[2]); put_col(m0, n0 + 3u, j, acc[3]);
+}
+
+@compute @workgroup_size(64, 1, 1)
+fn matmul_splitk_reduce(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {
+    let i = gid.y * nw.x * 64u + gid.x;  // m·N + n
+    let bt = gid.z;
+    let mn = p.M * p.N;
+    if (i >= mn) { return; }
+    var at = p.part_off + bt * mn + i;
+    let stride = p.batch * mn;
+    var s = 0.0;
+    for (var t = 0u; t < p.splits; t++) {
+        s += part[at];
+        at += stride;
+    }
+    store(i / p.N, i % p.N, bt, s);
+}
+
+// ---------------------------------------------------------------- register-tile kernels (*_tile)
+// Per loop step, 4 values of k: the block update is a 4×4 matrix product acc += X·Y with
+// X[kk][r] = A-value (row m0 + r, k + kk) and Y[c][kk] = B-value (k + kk, column n0 + c); each operand's
+// 4×4 piece is loaded as 4 runs of 4 consecutive floats and transposed where its runs go the other way.
+
+fn base_a(bt: u32) -> u32 { return select(p.a_off, p.a4_off, VEC4 != 0u) + bt * p.a_bs; }
+fn base_b(bt: u32) -> u32 { return select(p.b_off, p.b4_off, VEC4 != 0u) + bt * p.b_bs; }
+
+// 4 consecutive floats from element i (VEC4: i is a multiple of 4)
+fn run_a(i: u32) -> vec4<f32> {
+    if (VEC4 != 0u) { return a4[i >> 2u]; }
+    return vec4(a[i], a[i + 1u], a[i + 2u], a[i + 3u]);
+}
+fn run_b(i: u32) -> vec4<f32> {
+    if (VEC4 != 0u) { return b4[i >> 2u]; }
+    return vec4(b[i], b[i + 1u], b[i + 2u], b[i + 3u]);
+}
+
+// the last step of a split: only the first `valid` values of k count (runs along k)
+fn keep(v: vec4<f32>, valid: u32) -> vec4<f32> {
+    return select(vec4(0.0), v, vec4(0u, 1u, 2u, 3u) < vec4(valid));
+}
+// runs across k (one row of the operand per k): rows past the split are clamped (a valid read) and zeroed
+fn row_at(k: u32, kk: u32, valid: u32) -> u32 { return select(k, k + kk, kk < valid); }
+fn keep_row(v: vec4<f32>, kk: u32, valid: u32) -> vec4<f32> { return select(vec4(0.0), v, kk < valid); }
+
+// A-piece of forward/backward_input (A rows run along k): X = transpose(rows)
+fn a_rows(r: vec4<u32>, k: u32, valid: u32) -> mat4x4<f32> {
+    return transpose(mat4x4(keep(run_a(r.x + k), valid), keep(run_a(r.y + k), valid),
+                            keep(run_a(r.z + k), valid), keep(run_a(r.w + k), valid)));
+}
+// A-piece of backward_weight (A rows run along m, one row per k): X = rows
+fn a_cols(base: u32, m0: u32, k: u32, valid: u32) -> mat4x4<f32> {
+    return mat4x4(keep_row(run_a(base + row_at(k, 0u, valid) * p.lda + m0), 0u, valid),
+                  keep_row(run_a(base + row_at(k, 1u, valid) * p.lda + m0), 1u, valid),
+                  keep_row(run_a(base + row_at(k, 2u, valid) * p.lda + m0), 2u, valid),
+                  keep_row(run_a(base + row_at(k, 3u, valid) * p.lda + m0), 3u, valid));
+}
+// B-piece of forward (B rows run along k): Y = rows
+fn b_rows(r: vec4<u32>, k: u32, valid: u32) -> mat4x4<f32> {
+    return mat4x4(keep(run_b(r.x + k), valid), keep(run_b(r.y + k), valid),
+                  keep(run_b(r.z + k), valid), keep(run_b(r.w + k), valid));
+}
+// B-piece of backward_input/backward_weight (B rows run along n, one row per k): Y = transpose(rows)
+fn b_cols(base: u32, n0: u32, k: u32, valid: u32) -> mat4x4<f32> {
+    return transpose(mat4x4(keep_row(run_b(base + row_at(k, 0u, valid) * p.ldb + n0), 0u, valid),
+                            keep_row(run_b(base + row_at(k, 1u, valid) * p.ldb + n0), 1u, valid),
+                            keep_row(run_b(base + row_at(k, 2u, valid) * p.ldb + n0), 2u, valid),
+                            keep_row(run_b(base + row_at(k, 3u, valid) * p.ldb + n0), 3u, valid)));
+}
+
+// element indices of rows r0..r0+3 (clamped to count-1) of a row-major operand
+fn rows4(base: u32, r0: u32, count: u32, ld: u32) -> vec4<u32> {
     let c = count - 1u;
-    return Rows(base + min(r0, c) * ld, base + min(r0 + s, c) * ld, base + min(r0 + 2u * s, c) * ld,
-                base + min(r0 + 3u * s, c) * ld, base + min(r0 + 4u * s, c) * ld, base + min(r0 + 5u * s, c) * ld,
-                base + min(r0 + 6u * s, c) * ld, base + min(r0 + 7u * s, c) * ld);
+    return vec4(base + min(r0, c) * ld, base + min(r0 + 1u, c) * ld, base + min(r0 + 2u, c) * ld,
+                base + min(r0 + 3u, c) * ld);
 }
 
-// The 8 columns n, n+8, .. n+56 (forward: lanes interleave so that a subgroup covers 64 columns).
-fn cols_step8(n: u32) -> Cols { return Cols(n, n + 8u, n + 16u, n + 24u, n + 32u, n + 40u, n + 48u, n + 56u); }
+// the first column of a 4-wide run across a row, moved to 0 when it lies wholly past the edge
+// (its sums are never stored; a run that straddles the edge reads the row's vec4 padding)
+fn run_start(c0: u32, count: u32) -> u32 { return select(0u, c0, c0 < count); }
 
-// The 8 columns q, q+1, q+2, q+3, q+32, .. q+35: two vec4 groups 32 apart (see the product kernels).
-fn cols_vec4(q: u32) -> Cols {
-    return Cols(q, q + 1u, q + 2u, q + 3u, q + 32u, q + 33u, q + 34u, q + 35u);
-}
-
-// Start of a vec4 column group, replaced by group 0 when it lies past the edge (its sums are never stored;
-// the row holds whole vec4s up to N rounded up to 4, which the launcher checks).
-fn group4(q: u32, count: u32) -> u32 { return select(0u, q, q < count); }
-
-// one vec4 load (element index a multiple of 4)
-fn la4(i: u32) -> vec4<f32> { return a4[i >> 2u]; }
-fn lb4(i: u32) -> vec4<f32> { return b4[i >> 2u]; }
-
-// Loads of A[row, k..k+3] and B[row, k..k+3] at the end of a row of K elements: indices past K are
-// clamped to K-1 (valid reads) and the A side is zeroed there, so the last partial step adds nothing.
-fn kmask(k: u32) -> vec4<bool> { return vec4(k, k + 1u, k + 2u, k + 3u) < vec4(p.K); }
-fn la_k(i: u32, k: u32) -> vec4<f32> {
-    let e = p.K - 1u;
-    return select(vec4(0.0), vec4(a[i + k], a[i + min(k + 1u, e)], a[i + min(k + 2u, e)], a[i + min(k + 3u, e)]), kmask(k));
-}
-fn lb_k(i: u32, k: u32) -> vec4<f32> {
-    let e = p.K - 1u;
-    return vec4(b[i + min(k, e)], b[i + min(k + 1u, e)], b[i + min(k + 2u, e)], b[i + min(k + 3u, e)]);
-}
-fn la4_k(i: u32, k: u32) -> vec4<f32> { return select(vec4(0.0), a4[(i + k) >> 2u], kmask(k)); }  // row holds whole vec4s
-
-// 8 rows of an operand at reduced index k (the per-lane loading path and the B tiles)
-fn la_8(r: Rows, k: u32) -> V8 {
-    return V8(la_k(r[0], k), la_k(r[1], k), la_k(r[2], k), la_k(r[3], k), la_k(r[4], k), la_k(r[5], k), la_k(r[6], k), la_k(r[7], k));
-}
-fn lb_8(r: Rows, k: u32) -> V8 {
-    return V8(lb_k(r[0], k), lb_k(r[1], k), lb_k(r[2], k), lb_k(r[3], k), lb_k(r[4], k), lb_k(r[5], k), lb_k(r[6], k), lb_k(r[7], k));
-}
-fn la4k_8(r: Rows, k: u32) -> V8 {
-    return V8(la4_k(r[0], k), la4_k(r[1], k), la4_k(r[2], k), la4_k(r[3], k), la4_k(r[4], k), la4_k(r[5], k), la4_k(r[6], k), la4_k(r[7], k));
-}
-fn la4_8(r: Rows, k: u32) -> V8 {
-    return V8(la4(r[0] + k), la4(r[1] + k), la4(r[2] + k), la4(r[3] + k), la4(r[4] + k), la4(r[5] + k), la4(r[6] + k), la4(r[7] + k));
-}
-fn lb4_8(r: Rows, k: u32) -> V8 {
-    return V8(lb4(r[0] + k), lb4(r[1] + k), lb4(r[2] + k), lb4(r[3] + k), lb4(r[4] + k), lb4(r[5] + k), lb4(r[6] + k), lb4(r[7] + k));
-}
-
-
-// Every lane gets lane l's v, for l = 0..7 (a register shuffle; a memory load costs ~10x more on lavapipe).
-fn bcast8(v: vec4<f32>) -> V8 {
-    return V8(subgroupBroadcast(v, 0u), subgroupBroadcast(v, 1u), subgroupBroadcast(v, 2u), subgroupBroadcast(v, 3u),
-              subgroupBroadcast(v, 4u), subgroupBroadcast(v, 5u), subgroupBroadcast(v, 6u), subgroupBroadcast(v, 7u));
-}
-
-fn dots(x: vec4<f32>, w0: vec4<f32>, w1: vec4<f32>, w2: vec4<f32>, w3: vec4<f32>) -> vec4<f32> {
-    return vec4(dot(x, w0), dot(x, w1), dot(x, w2), dot(x, w3));
-}
-
-fn store_row(m: u32, cols: Cols, bt: u32, lo: vec4<f32>, hi: vec4<f32>) {
-    if (m >= p.M) { return; }
-    if (cols[0] < p.N) { store(m, cols[0], bt, lo.x); }
-    if (cols[1] < p.N) { store(m, cols[1], bt, lo.y); }
-    if (cols[2] < p.N) { store(m, cols[2], bt, lo.z); }
-    if (cols[3] < p.N) { store(m, cols[3], bt, lo.w); }
-    if (cols[4] < p.N) { store(m, cols[4], bt, hi.x); }
-    if (cols[5] < p.N) { store(m, cols[5], bt, hi.y); }
-    if (cols[6] < p.N) { store(m, cols[6], bt, hi.z); }
-    if (cols[7] < p.N) { store(m, cols[7], bt, hi.w); }
-}
-
-// rows m0..m0+7 of the tile; row i of the tile = (t[2i], t[2i+1]), in the order of `cols`
-fn store_tile(m0: u32, cols: Cols, bt: u32, t: Tile) {
-    store_row(m0 + 0u, cols, bt, t[0], t[1]);   store_row(m0 + 1u, cols, bt, t[2], t[3]);
-    store_row(m0 + 2u, cols, bt, t[4], t[5]);   store_row(m0 + 3u, cols, bt, t[6], t[7]);
-    store_row(m0 + 4u, cols, bt, t[8], t[9]);   store_row(m0 + 5u, cols, bt, t[10], t[11]);
-    store_row(m0 + 6u, cols, bt, t[12], t[13]); store_row(m0 + 7u, cols, bt, t[14], t[15]);
-}
-
-fn store_tiles(m0: u32, cols: Cols, bt: u32, t0: Tile, t1: Tile, t2: Tile, t3: Tile) {
-    store_tile(m0, cols, bt, t0);
-    if (RG > 1u) { store_tile(m0 + 8u, cols, bt, t1); }
-    if (RG > 2u) { store_tile(m0 + 16u, cols, bt, t2); store_tile(m0 + 24u, cols, bt, t3); }
-}
-
-// forward step over 4 values of k: x[i] = A[m0+i, k..k+3], w[j] = B[col j, k..k+3]
-fn forward_step(t: ptr<function, Tile>, x: V8, w: V8) {
-    (*t)[0] += dots(x[0], w[0], w[1], w[2], w[3]);  (*t)[1] += dots(x[0], w[4], w[5], w[6], w[7]);
-    (*t)[2] += dots(x[1], w[0], w[1], w[2], w[3]);  (*t)[3] += dots(x[1], w[4], w[5], w[6], w[7]);
-    (*t)[4] += dots(x[2], w[0], w[1], w[2], w[3]);  (*t)[5] += dots(x[2], w[4], w[5], w[6], w[7]);
-    (*t)[6] += dots(x[3], w[0], w[1], w[2], w[3]);  (*t)[7] += dots(x[3], w[4], w[5], w[6], w[7]);
-    (*t)[8] += dots(x[4], w[0], w[1], w[2], w[3]);  (*t)[9] += dots(x[4], w[4], w[5], w[6], w[7]);
-    (*t)[10] += dots(x[5], w[0], w[1], w[2], w[3]); (*t)[11] += dots(x[5], w[4], w[5], w[6], w[7]);
-    (*t)[12] += dots(x[6], w[0], w[1], w[2], w[3]); (*t)[13] += dots(x[6], w[4], w[5], w[6], w[7]);
-    (*t)[14] += dots(x[7], w[0], w[1], w[2], w[3]); (*t)[15] += dots(x[7], w[4], w[5], w[6], w[7]);
-}
-
-// input-gradient step over 4 values of k: x[i] = A[m0+i, k..k+3]; w[2r], w[2r+1] = B[k+r, the lane's 8 columns]
-fn input_step(t: ptr<function, Tile>, x: V8, w: V8) {
-    (*t)[0] += x[0].x * w[0] + x[0].y * w[2] + x[0].z * w[4] + x[0].w * w[6];
-    (*t)[1] += x[0].x * w[1] + x[0].y * w[3] + x[0].z * w[5] + x[0].w * w[7];
-    (*t)[2] += x[1].x * w[0] + x[1].y * w[2] + x[1].z * w[4] + x[1].w * w[6];
-    (*t)[3] += x[1].x * w[1] + x[1].y * w[3] + x[1].z * w[5] + x[1].w * w[7];
-    (*t)[4] += x[2].x * w[0] + x[2].y * w[2] + x[2].z * w[4] + x[2].w * w[6];
-    (*t)[5] += x[2].x * w[1] + x[2].y * w[3] + x[2].z * w[5] + x[2].w * w[7];
-    (*t)[6] += x[3].x * w[0] + x[3].y * w[2] + x[3].z * w[4] + x[3].w * w[6];
-    (*t)[7] += x[3].x * w[1] + x[3].y * w[3] + x[3].z * w[5] + x[3].w * w[7];
-    (*t)[8] += x[4].x * w[0] + x[4].y * w[2] + x[4].z * w[4] + x[4].w * w[6];
-    (*t)[9] += x[4].x * w[1] + x[4].y * w[3] + x[4].z * w[5] + x[4].w * w[7];
-    (*t)[10] += x[5].x * w[0] + x[5].y * w[2] + x[5].z * w[4] + x[5].w * w[6];
-    (*t)[11] += x[5].x * w[1] + x[5].y * w[3] + x[5].z * w[5] + x[5].w * w[7];
-    (*t)[12] += x[6].x * w[0] + x[6].y * w[2] + x[6].z * w[4] + x[6].w * w[6];
-    (*t)[13] += x[6].x * w[1] + x[6].y * w[3] + x[6].z * w[5] + x[6].w * w[7];
-    (*t)[14] += x[7].x * w[0] + x[7].y * w[2] + x[7].z * w[4] + x[7].w * w[6];
-    (*t)[15] += x[7].x * w[1] + x[7].y * w[3] + x[7].z * w[5] + x[7].w * w[7];
-}
-
-// weight-gradient step for one k: outer product of A[k, m0..m0+7] = (x0, x1) and B[k, the lane's 8 columns]
-fn weight_step(t: ptr<function, Tile>, x0: vec4<f32>, x1: vec4<f32>, w0: vec4<f32>, w1: vec4<f32>) {
-    (*t)[0] += x0.x * w0;  (*t)[1] += x0.x * w1;  (*t)[2] += x0.y * w0;  (*t)[3] += x0.y * w1;
-    (*t)[4] += x0.z * w0;  (*t)[5] += x0.z * w1;  (*t)[6] += x0.w * w0;  (*t)[7] += x0.w * w1;
-    (*t)[8] += x1.x * w0;  (*t)[9] += x1.x * w1;  (*t)[10] += x1.y * w0; (*t)[11] += x1.y * w1;
-    (*t)[12] += x1.z * w0; (*t)[13] += x1.z * w1; (*t)[14] += x1.w * w0; (*t)[15] += x1.w * w1;
-}
-
-// ---------------------------------------------------------------- tuned: forward
-// Lane c owns columns n = 64·wg.x + c + 8j (j = 0..7): the rows of B it reads are its own. Rows
-// m0 + 8g + i (g < RG) are the same for all 8 lanes: lane c loads row m0 + 8g + c and bcast8 hands
-// every lane all 8. Without 8-lane subgroups each lane loads the 8 rows itself (same sums).
-
-@compute @workgroup_size(8, 1, 1)
-fn matmul_forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32,
-                  @builtin(subgroup_invocation_id) sl: u32, @builtin(subgroup_size) ss: u32) {
-    let sg8 = ss == 8u;
-    let c = select(li, sl, sg8);
-    let m0 = wg.y * 8u * RG; let bt = wg.z;
-    let cols = cols_step8(wg.x * 64u + c);
-    let rb = rows8(p.b_off + bt * p.b_bs, wg.x * 64u + c, 8u, p.N, p.ldb);
-    let ab = p.a_off + bt * p.a_bs;
-    var t0: Tile; var t1: Tile; var t2: Tile; var t3: Tile;
-    if (sg8) {
-        let ra = rows8(ab, m0 + c, 8u, p.M, p.lda);  // [g] = row m0 + 8g + c
-        for (var k = 0u; k < p.K; k += 4u) {
-            let w = lb_8(rb, k);
-            forward_step(&t0, bcast8(la_k(ra[0], k)), w);
-            if (RG > 1u) { forward_step(&t1, bcast8(la_k(ra[1], k)), w); }
-            if (RG > 2u) { forward_step(&t2, bcast8(la_k(ra[2], k)), w); forward_step(&t3, bcast8(la_k(ra[3], k)), w); }
-        }
-    } else {
-        let r0 = rows8(ab, m0, 1u, p.M, p.lda); let r1 = rows8(ab, m0 + 8u, 1u, p.M, p.lda);
-        let r2 = rows8(ab, m0 + 16u, 1u, p.M, p.lda); let r3 = rows8(ab, m0 + 24u, 1u, p.M, p.lda);
-        for (var k = 0u; k < p.K; k += 4u) {
-            let w = lb_8(rb, k);
-            forward_step(&t0, la_8(r0, k), w);
-            if (RG > 1u) { forward_step(&t1, la_8(r1, k), w); }
-            if (RG > 2u) { forward_step(&t2, la_8(r2, k), w); forward_step(&t3, la_8(r3, k), w); }
-        }
+@compute @workgroup_size(8, 8, 1)
+fn matmul_forward_tile(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) li: vec3<u32>) {
+    let j = job(wg.z);
+    let n0 = (wg.x * 8u + li.x) * 4u;
+    let m0 = (wg.y * 8u + li.y) * 4u * BR;
+    let ra0 = rows4(base_a(j.bt), m0, p.M, p.lda);
+    let ra1 = rows4(base_a(j.bt), m0 + 4u, p.M, p.lda);
+    let rb = rows4(base_b(j.bt), n0, p.N, p.ldb);
+    var acc0 = mat4x4<f32>(); var acc1 = mat4x4<f32>();
+    let kfull = j.k0 + (j.k1 - j.k0) / 4u * 4u;
+    for (var k = j.k0; k < kfull; k += 4u) {
+        let y4 = b_rows(rb, k, 4u);
+        acc0 += a_rows(ra0, k, 4u) * y4;
+        if (BR > 1u) { acc1 += a_rows(ra1, k, 4u) * y4; }
     }
-    store_tiles(m0, cols, bt, t0, t1, t2, t3);
+    if (kfull < j.k1) {
+        let v = j.k1 - kfull;
+        let y4 = b_rows(rb, kfull, v);
+        acc0 += a_rows(ra0, kfull, v) * y4;
+        if (BR > 1u) { acc1 += a_rows(ra1, kfull, v) * y4; }
+    }
+    put_block(m0, n0, j, acc0);
+    if (BR > 1u) { put_block(m0 + 4u, n0, j, acc1); }
 }
 
-@compute @workgroup_size(8, 1, 1)
-fn matmul_forward_vec4(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32,
-                       @builtin(subgroup_invocation_id) sl: u32, @builtin(subgroup_size) ss: u32) {
-    let sg8 = ss == 8u;
-    let c = select(li, sl, sg8);
-    let m0 = wg.y * 8u * RG; let bt = wg.z;
-    let cols = cols_step8(wg.x * 64u + c);
-    let rb = rows8(p.b4_off + bt * p.b_bs, wg.x * 64u + c, 8u, p.N, p.ldb);
-    let ab = p.a4_off + bt * p.a_bs;
-    var t0: Tile; var t1: Tile; var t2: Tile; var t3: Tile;
-    if (sg8) {
-        let ra = rows8(ab, m0 + c, 8u, p.M, p.lda);
-        for (var k = 0u; k < p.K; k += 4u) {
-            let w = lb4_8(rb, k);
-            forward_step(&t0, bcast8(la4(ra[0] + k)), w);
-            if (RG > 1u) { forward_step(&t1, bcast8(la4(ra[1] + k)), w); }
-            if (RG > 2u) { forward_step(&t2, bcast8(la4(ra[2] + k)), w); forward_step(&t3, bcast8(la4(ra[3] + k)), w); }
-        }
-    } else {
-        let r0 = rows8(ab, m0, 1u, p.M, p.lda); let r1 = rows8(ab, m0 + 8u, 1u, p.M, p.lda);
-        let r2 = rows8(ab, m0 + 16u, 1u, p.M, p.lda); let r3 = rows8(ab, m0 + 24u, 1u, p.M, p.lda);
-        for (var k = 0u; k < p.K; k += 4u) {
-            let w = lb4_8(rb, k);
-            forward_step(&t0, la4_8(r0, k), w);
-            if (RG > 1u) { forward_step(&t1, la4_8(r1, k), w); }
-            if (RG > 2u) { forward_step(&t2, la4_8(r2, k), w); forward_step(&t3, la4_8(r3, k), w); }
-        }
+@compute @workgroup_size(8, 8, 1)
+fn matmul_backward_input_tile(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) li: vec3<u32>) {
+    let j = job(wg.z);
+    let n0 = (wg.x * 8u + li.x) * 4u;
+    let m0 = (wg.y * 8u + li.y) * 4u * BR;
+    let ra0 = rows4(base_a(j.bt), m0, p.M, p.lda);
+    let ra1 = rows4(base_a(j.bt), m0 + 4u, p.M, p.lda);
+    let bb = base_b(j.bt); let nb = run_start(n0, p.N);
+    var acc0 = mat4x4<f32>(); var acc1 = mat4x4<f32>();
+    let kfull = j.k0 + (j.k1 - j.k0) / 4u * 4u;
+    for (var k = j.k0; k < kfull; k += 4u) {
+        let y4 = b_cols(bb, nb, k, 4u);
+        acc0 += a_rows(ra0, k, 4u) * y4;
+        if (BR > 1u) { acc1 += a_rows(ra1, k, 4u) * y4; }
     }
-    store_tiles(m0, cols, bt, t0, t1, t2, t3);
+    if (kfull < j.k1) {
+        let v = j.k1 - kfull;
+        let y4 = b_cols(bb, nb, kfull, v);
+        acc0 += a_rows(ra0, kfull, v) * y4;
+        if (BR > 1u) { acc1 += a_rows(ra1, kfull, v) * y4; }
+    }
+    put_block(m0, n0, j, acc0);
+    if (BR > 1u) { put_block(m0 + 4u, n0, j, acc1); }
 }
 
-// ---------------------------------------------------------------- tuned: input gradient
-// Lane c owns the column groups q..q+3 and q+32..q+35, q = 64·wg.x + 4c: B's rows are read as vec4s
-// along n. Rows of A (m0 + 8g + i, k..k+3) are shared as in the forward kernel. The last step of K is
-// padded: A's values past K are zeroed (la*_k) and B's rows past K clamped to K-1.
-
-@compute @workgroup_size(8, 1, 1)
-fn matmul_backward_input(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32,
-                         @builtin(subgroup_invocation_id) sl: u32, @builtin(subgroup_size) ss: u32) {
-    let sg8 = ss == 8u;
-    let c = select(li, sl, sg8);
-    let m0 = wg.y * 8u * RG; let bt = wg.z;
-    let cols = cols_vec4(wg.x * 64u + 4u * c);
-    let e = p.N - 1u;  // scalar loads: clamp each column
-    let cc = Cols(min(cols[0], e), min(cols[1], e), min(cols[2], e), min(cols[3], e),
-                  min(cols[4], e), min(cols[5], e), min(cols[6], e), min(cols[7], e));
-    let bb = p.b_off + bt * p.b_bs;
-    let ab = p.a_off + bt * p.a_bs;
-    let ra = rows8(ab, m0 + c, 8u, p.M, p.lda);
-    let r0 = rows8(ab, m0, 1u, p.M, p.lda); let r1 = rows8(ab, m0 + 8u, 1u, p.M, p.lda);
-    let r2 = rows8(ab, m0 + 16u, 1u, p.M, p.lda); let r3 = rows8(ab, m0 + 24u, 1u, p.M, p.lda);
-    var t0: Tile; var t1: Tile; var t2: Tile; var t3: Tile;
-    for (var k = 0u; k < p.K; k += 4u) {
-        var w: V8;
-        for (var r = 0u; r < 4u; r++) {  // constant trip count: unrolled, so w is indexed with constants
-            let i = bb + min(k + r, p.K - 1u) * p.ldb;
-            w[2u * r] = vec4(b[i + cc[0]], b[i + cc[1]], b[i + cc[2]], b[i + cc[3]]);
-            w[2u * r + 1u] = vec4(b[i + cc[4]], b[i + cc[5]], b[i + cc[6]], b[i + cc[7]]);
-        }
-        if (sg8) {
-            input_step(&t0, bcast8(la_k(ra[0], k)), w);
-            if (RG > 1u) { input_step(&t1, bcast8(la_k(ra[1], k)), w); }
-            if (RG > 2u) { input_step(&t2, bcast8(la_k(ra[2], k)), w); input_step(&t3, bcast8(la_k(ra[3], k)), w); }
-        } else {
-            input_step(&t0, la_8(r0, k), w);
-            if (RG > 1u) { input_step(&t1, la_8(r1, k), w); }
-            if (RG > 2u) { input_step(&t2, la_8(r2, k), w); input_step(&t3, la_8(r3, k), w); }
-        }
+@compute @workgroup_size(8, 8, 1)
+fn matmul_backward_weight_tile(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) li: vec3<u32>) {
+    let j = job(wg.z);
+    let n0 = (wg.x * 8u + li.x) * 4u;
+    let m0 = (wg.y * 8u + li.y) * 4u * BR;
+    let ab = base_a(j.bt); let ma0 = run_start(m0, p.M); let ma1 = run_start(m0 + 4u, p.M);
+    let bb = base_b(j.bt); let nb = run_start(n0, p.N);
+    var acc0 = mat4x4<f32>(); var acc1 = mat4x4<f32>();
+    let kfull = j.k0 + (j.k1 - j.k0) / 4u * 4u;
+    for (var k = j.k0; k < kfull; k += 4u) {
+        let y4 = b_cols(bb, nb, k, 4u);
+        acc0 += a_cols(ab, ma0, k, 4u) * y4;
+        if (BR > 1u) { acc1 += a_cols(ab, ma1, k, 4u) * y4; }
     }
-    store_tiles(m0, cols, bt, t0, t1, t2, t3);
+    if (kfull < j.k1) {
+        let v = j.k1 - kfull;
+        let y4 = b_cols(bb, nb, kfull, v);
+        acc0 += a_cols(ab, ma0, kfull, v) * y4;
+        if (BR > 1u) { acc1 += a_cols(ab, ma1, kfull, v) * y4; }
+    }
+    put_block(m0, n0, j, acc0);
+    if (BR > 1u) { put_block(m0 + 4u, n0, j, acc1); }
 }
 
-@compute @workgroup_size(8, 1, 1)
-fn matmul_backward_input_vec4(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32,
-                              @builtin(subgroup_invocation_id) sl: u32, @builtin(subgroup_size) ss: u32) {
-    let sg8 = ss == 8u;
-    let c = select(li, sl, sg8);
-    let m0 = wg.y * 8u * RG; let bt = wg.z;
-    let cols = cols_vec4(wg.x * 64u + 4u * c);
-    let g0 = group4(cols[0], p.N); let g1 = group4(cols[4], p.N);
-    let bb = p.b4_off + bt * p.b_bs;
-    let ab = p.a4_off + bt * p.a_bs;
-    let ra = rows8(ab, m0 + c, 8u, p.M, p.lda);
-    let r0 = rows8(ab, m0, 1u, p.M, p.lda); let r1 = rows8(ab, m0 + 8u, 1u, p.M, p.lda);
-    let r2 = rows8(ab, m0 + 16u, 1u, p.M, p.lda); let r3 = rows8(ab, m0 + 24u, 1u, p.M, p.lda);
-    var t0: Tile; var t1: Tile; var t2: Tile; var t3: Tile;
-    for (var k = 0u; k < p.K; k += 4u) {
-        let e = p.K - 1u;
-        let i0 = bb + k * p.ldb; let i1 = bb + min(k + 1u, e) * p.ldb;
-        let i2 = bb + min(k + 2u, e) * p.ldb; let i3 = bb + min(k + 3u, e) * p.ldb;
-        let w = V8(lb4(i0 + g0), lb4(i0 + g1), lb4(i1 + g0), lb4(i1 + g1),
-                   lb4(i2 + g0), lb4(i2 + g1), lb4(i3 + g0), lb4(i3 + g1));
-        if (sg8) {
-            input_step(&t0, bcast8(la4_k(ra[0], k)), w);
-            if (RG > 1u) { input_step(&t1, bcast8(la4_k(ra[1], k)), w); }
-            if (RG > 2u) { input_step(&t2, bcast8(la4_k(ra[2], k)), w); input_step(&t3, bcast8(la4_k(ra[3], k)), w); }
-        } else {
-            input_step(&t0, la4k_8(r0, k), w);
-            if (RG > 1u) { input_step(&t1, la4k_8(r1, k), w); }
-            if (RG > 2u) { input_step(&t2, la4k_8(r2, k), w); input_step(&t3, la4k_8(r3, k), w); }
-        }
-    }
-    store_tiles(m0, cols, bt, t0, t1, t2, t3);
+// ---------------------------------------------------------------- workgroup-memory kernels (*_wgmem)
+// Stage by stage, 16 values of k each: invocation t loads 4 values of A (rows 4g..4g+3 of the workgroup's
+// 64, at k + kk) and 4 of B into workgroup memory as one vec4 each, sa[kk·16 + g] and sb[kk·16 + g],
+// with (kk, g) chosen so that neighbouring invocations read neighbouring addresses; then every
+// invocation adds 16 rank-1 updates to its 4×4 block, one vec4 of each tile per update.
+
+var<workgroup> sa: array<vec4<f32>, 256>;
+var<workgroup> sb: array<vec4<f32>, 256>;
+
+const FORWARD: u32 = 0u;
+const BACKWARD_INPUT: u32 = 1u;
+const BACKWARD_WEIGHT: u32 = 2u;
+
+// A-value (row m, k) and B-value (k, column n) of product `form`, zero past the split
+fn a_at(form: u32, base: u32, m: u32, k: u32, k1: u32) -> f32 {
+    let mm = min(m, p.M - 1u); let kk = min(k, k1 - 1u);
+    var v: f32;
+    if (form == BACKWARD_WEIGHT) { v = a[base + kk * p.lda + mm]; } else { v = a[base + mm * p.lda + kk]; }
+    return select(0.0, v, k < k1);
+}
+fn b_at(form: u32, base: u32, n: u32, k: u32, k1: u32) -> f32 {
+    let nn = min(n, p.N - 1u); let kk = min(k, k1 - 1u);
+    var v: f32;
+    if (form == FORWARD) { v = b[base + nn * p.ldb + kk]; } else { v = b[base + kk * p.ldb + nn]; }
+    return select(0.0, v, k < k1);
+}
+fn a4_at(form: u32, base: u32, m: u32, k: u32, k1: u32) -> vec4<f32> {
+    return vec4(a_at(form, base, m, k, k1), a_at(form, base, m + 1u, k, k1), a_at(form, base, m + 2u, k, k1),
+                a_at(form, base, m + 3u, k, k1));
+}
+fn b4_at(form: u32, base: u32, n: u32, k: u32, k1: u32) -> vec4<f32> {
+    return vec4(b_at(form, base, n, k, k1), b_at(form, base, n + 1u, k, k1), b_at(form, base, n + 2u, k, k1),
+                b_at(form, base, n + 3u, k, k1));
 }
 
-// ---------------------------------------------------------------- tuned: weight gradient
-// Columns as in the input gradient (B's rows read as vec4s along n). A's rows run along m: lane l
-// loads A[k, m0 + 4l .. m0 + 4l + 3], so one load per lane and bcast8 cover 32 rows (8·RG are used).
-// One k per step: K up to ~65,000 (lavapipe's loop limit), which the launcher checks.
-
-@compute @workgroup_size(8, 1, 1)
-fn matmul_backward_weight(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32,
-                          @builtin(subgroup_invocation_id) sl: u32, @builtin(subgroup_size) ss: u32) {
-    let sg8 = ss == 8u;
-    let c = select(li, sl, sg8);
-    let m0 = wg.y * 8u * RG; let bt = wg.z;
-    let cols = cols_vec4(wg.x * 64u + 4u * c);
-    let e = p.N - 1u;
-    let cc = Cols(min(cols[0], e), min(cols[1], e), min(cols[2], e), min(cols[3], e),
-                  min(cols[4], e), min(cols[5], e), min(cols[6], e), min(cols[7], e));
-    let em = p.M - 1u;
-    let mc = min(m0 + 4u * c, em);  // this lane's 4 rows m (clamped) in the shared path
-    let mr = vec4(mc, min(m0 + 4u * c + 1u, em), min(m0 + 4u * c + 2u, em), min(m0 + 4u * c + 3u, em));
-    let ba = p.a_off + bt * p.a_bs;
-    let bb = p.b_off + bt * p.b_bs;
-    var t0: Tile; var t1: Tile; var t2: Tile; var t3: Tile;
-    for (var k = 0u; k < p.K; k++) {
-        let ia = ba + k * p.lda;
-        let ib = bb + k * p.ldb;
-        let w0 = vec4(b[ib + cc[0]], b[ib + cc[1]], b[ib + cc[2]], b[ib + cc[3]]);
-        let w1 = vec4(b[ib + cc[4]], b[ib + cc[5]], b[ib + cc[6]], b[ib + cc[7]]);
-        var x: V8;
-        if (sg8) {
-            x = bcast8(vec4(a[ia + mr.x], a[ia + mr.y], a[ia + mr.z], a[ia + mr.w]));
-        } else {
-            for (var l = 0u; l < 8u; l++) {  // unrolled: constant indices
-                let m = m0 + 4u * l;
-                x[l] = vec4(a[ia + min(m, em)], a[ia + min(m + 1u, em)], a[ia + min(m + 2u, em)], a[ia + min(m + 3u, em)]);
-            }
+fn wgmem(form: u32, wg: vec3<u32>, li: vec3<u32>) {
+    let j = job(wg.z);
+    let t = li.y * 16u + li.x;
+    let along_k = vec2(t % 16u, t / 16u);    // (kk, g): operands whose rows run along k
+    let across_k = vec2(t / 16u, t % 16u);   // operands whose rows run along m or n
+    let ea = select(along_k, across_k, form == BACKWARD_WEIGHT);
+    let eb = select(across_k, along_k, form == FORWARD);
+    let mw = wg.y * 64u; let nw = wg.x * 64u;
+    let ab = p.a_off + j.bt * p.a_bs; let bb = p.b_off + j.bt * p.b_bs;
+    var acc = mat4x4<f32>();
+    for (var k = j.k0; k < j.k1; k += 16u) {
+        sa[ea.x * 16u + ea.y] = a4_at(form, ab, mw + 4u * ea.y, k + ea.x, j.k1);
+        sb[eb.x * 16u + eb.y] = b4_at(form, bb, nw + 4u * eb.y, k + eb.x, j.k1);
+        workgroupBarrier();
+        for (var kk = 0u; kk < 16u; kk++) {
+            let x = sa[kk * 16u + li.y];
+            let w = sb[kk * 16u + li.x];
+            acc += mat4x4(x * w.x, x * w.y, x * w.z, x * w.w);
         }
-        weight_step(&t0, x[0], x[1], w0, w1);
-        if (RG > 1u) { weight_step(&t1, x[2], x[3], w0, w1); }
-        if (RG > 2u) { weight_step(&t2, x[4], x[5], w0, w1); weight_step(&t3, x[6], x[7], w0, w1); }
+        workgroupBarrier();
     }
-    store_tiles(m0, cols, bt, t0, t1, t2, t3);
+    put_block(mw + 4u * li.y, nw + 4u * li.x, j, acc);
 }
 
-@compute @workgroup_size(8, 1, 1)
-fn matmul_backward_weight_vec4(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32,
-                               @builtin(subgroup_invocation_id) sl: u32, @builtin(subgroup_size) ss: u32) {
-    let sg8 = ss == 8u;
-    let c = select(li, sl, sg8);
-    let m0 = wg.y * 8u * RG; let bt = wg.z;
-    let cols = cols_vec4(wg.x * 64u + 4u * c);
-    let g0 = group4(cols[0], p.N); let g1 = group4(cols[4], p.N);
-    let ga = group4(m0 + 4u * c, p.M);
-    let ba = p.a4_off + bt * p.a_bs;
-    let bb = p.b4_off + bt * p.b_bs;
-    var t0: Tile; var t1: Tile; var t2: Tile; var t3: Tile;
-    for (var k = 0u; k < p.K; k++) {
-        let ia = ba + k * p.lda;
-        let ib = bb + k * p.ldb;
-        let w0 = lb4(ib + g0); let w1 = lb4(ib + g1);
-        var x: V8;
-        if (sg8) {
-            x = bcast8(la4(ia + ga));
-        } else {
-            for (var l = 0u; l < 8u; l++) { x[l] = la4(ia + group4(m0 + 4u * l, p.M)); }  // unrolled
-        }
-        weight_step(&t0, x[0], x[1], w0, w1);
-        if (RG > 1u) { weight_step(&t1, x[2], x[3], w0, w1); }
-        if (RG > 2u) { weight_step(&t2, x[4], x[5], w0, w1); weight_step(&t3, x[6], x[7], w0, w1); }
-    }
-    store_tiles(m0, cols, bt, t0, t1, t2, t3);
+@compute @workgroup_size(16, 16, 1)
+fn matmul_forward_wgmem(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) li: vec3<u32>) {
+    wgmem(FORWARD, wg, li);
+}
+
+@compute @workgroup_size(16, 16, 1)
+fn matmul_backward_input_wgmem(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) li: vec3<u32>) {
+    wgmem(BACKWARD_INPUT, wg, li);
+}
+
+@compute @workgroup_size(16, 16, 1)
+fn matmul_backward_weight_wgmem(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) li: vec3<u32>) {
+    wgmem(BACKWARD_WEIGHT, wg, li);
 }

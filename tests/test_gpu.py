@@ -100,3 +100,44 @@ def test_native_and_public_encoding_agree(gpu, monkeypatch):
     assert np.array_equal(results[0], results[1])
     want = 2 * gpu.read(x).reshape(9, 12).astype(np.float64) @ gpu.read(w).reshape(5, 12).T
     assert np.allclose(results[0].reshape(9, 5), want, rtol=1e-5, atol=1e-5)
+
+
+def test_layouts_hold_only_the_bindings_an_entry_point_uses(gpu):
+    """mingru.wgsl declares 21 storage bindings (vec4 and f32 views); no pipeline may need them all
+    (WebGPU's default limit is 8 storage buffers per stage)."""
+    k = gpu.kernel("mingru.wgsl", "mingru_scan_forward_scalar", WG_S=64)
+    names = [n for _, kind, n in k.bindings if kind != "uniform"]
+    assert sorted(names) == ["c_f", "h0_f", "hs_f", "terminals", "x_f", "y_f"]
+    assert k.workgroup_size == 64
+    assert gpu.kernel("matmul.wgsl", "matmul_forward_wgmem").workgroup_size == 256
+    assert gpu.kernel("matmul.wgsl", "matmul_forward_ref", WG_X=16, WG_Y=4).workgroup_size == 64
+    assert max(len(gpu.kernel("matmul.wgsl", e, **c).bindings) for e, c in (
+        ("matmul_forward_tile", {"BR": 1, "VEC4": 1}), ("matmul_backward_weight_wgmem", {}),
+        ("matmul_splitk_reduce", {}))) <= 8
+
+
+def test_plan_records_dispatch_shapes(gpu):
+    x = gpu.array(np.ones((64, 32), np.float32), "x")
+    y = gpu.buffer(4 * 64 * 64, "y")
+    plan = gpu.plan("shapes")
+    ops.matmul_forward(plan, x.range(), x.range(), y.range(), 64, 64, 32, variant="tile8x4_vec4", splits=2)
+    a, b = plan.infos
+    assert (a.invocations, a.serial, a.work, a.workgroup) == (8 * 16 * 2, 4, 64 * 64 * 32, 64)
+    assert "matmul_splitk_reduce" in b.label and (b.invocations, b.serial) == (64 * 64, 2)
+    plan.finalize()
+    assert [d.info for d in plan.dispatches] == [a, b] and plan.infos == [a, b]
+
+
+def test_disable_features_env():
+    """PUFFGPU_DISABLE_FEATURES makes the runtime act as if the adapter lacked a feature: the device is
+    created without it and kernels that need it are refused with a message that says why."""
+    import subprocess
+    import sys
+    code = ("from trainer.gpu import get_gpu; from trainer import ops; g = get_gpu(quiet=True); "
+            "print(sorted(g.features), 'subgroup' in g.adapter_features); "
+            "b = g.buffer(256, 'b'); ops.matmul_forward(g.plan('p'), b.range(), b.range(), b.range(), 2, 2, 2, "
+            "variant='sg8')")
+    env = dict(__import__("os").environ, PUFFGPU_DISABLE_FEATURES="subgroup, timestamp-query")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert r.stdout.startswith("[]"), r.stdout + r.stderr
+    assert "disabled by PUFFGPU_DISABLE_FEATURES" in r.stderr

@@ -1,4 +1,5 @@
-"""matmul.wgsl against torch goldens: all three products, every kernel version, edge and real shapes."""
+"""matmul.wgsl / matmul_subgroup.wgsl against torch goldens: all three products, every variant,
+split-K at chunk edges, edge and real shapes; determinism of split-K; the GPU dispatch-shape rule."""
 import os
 import subprocess
 import sys
@@ -7,77 +8,89 @@ import numpy as np
 import pytest
 
 from golden_check import assert_close, case, golden
+from golden_runs import SPLITS, matmul_products
 from trainer import ops
 from trainer.gpu import GPUError
 
 CASES = sorted({k.split("/")[0] for k in golden("matmul")})
+SPLITK_CASES = [("matmul_splitk", n) for n in sorted({k.split("/")[0] for k in golden("matmul_splitk")})] + [
+    ("matmul", n) for n in ("encoder", "mingru", "decoder")]  # the policy's real widths, split too
 
 
-def _pad(a: np.ndarray, ld: int) -> np.ndarray:
-    """Rows of `a` placed at stride `ld` (zero padding), the layout the vec4 kernels need."""
-    out = np.zeros((a.shape[0], ld), np.float32)
-    out[:, :a.shape[1]] = a
-    return out
+def needs_variant(gpu, variant):
+    if variant in ops.SUBGROUP_VARIANTS and not gpu.has("subgroup"):
+        pytest.skip(f"{variant} needs the 'subgroup' feature (absent or disabled by PUFFGPU_DISABLE_FEATURES)")
 
 
-def _ceil4(n):
-    return -(-n // 4) * 4
-
-
-@pytest.mark.parametrize("variant", ["ref", "plain", "vec4"])
+@pytest.mark.parametrize("variant", ops.MATMUL_VARIANTS)
 @pytest.mark.parametrize("name", CASES)
 def test_matmul_golden(gpu, name, variant):
-    c = case("matmul", name)
-    x, w, dout = c["x"], c["w"], c["dout"]
-    M, K = x.shape
-    N = w.shape[0]
-    # vec4 needs rows holding whole vec4s: pad the operands' row strides (as puffgpu pads obs rows)
-    ldk = _ceil4(K) if variant == "vec4" else K
-    ldn = _ceil4(N) if variant == "vec4" else N
-    # matmul_forward_vec4 needs K % 4 == 0; the encoder's D = 413 runs the plain forward kernel
-    forward = not (variant == "vec4" and K % 4)
-    xb = gpu.array(_pad(x, ldk), "x")
-    wb = gpu.array(_pad(w, ldk), "w")
-    db = gpu.array(_pad(dout, ldn), "dout")
-    yb, dxb, dwb = gpu.buffer(4 * M * N, "y"), gpu.buffer(4 * M * K, "dx"), gpu.buffer(4 * N * K, "dw")
-    plan = gpu.plan(f"matmul {name}")
-    if forward:
-        ops.matmul_forward(plan, xb.range(), wb.range(), yb.range(), M, N, K, ldx=ldk, ldw=ldk, variant=variant)
-    ops.matmul_backward_input(plan, db.range(), wb.range(), dxb.range(), M, K, N, lddy=ldn, ldw=ldk, variant=variant)
-    ops.matmul_backward_weight(plan, db.range(), xb.range(), dwb.range(), N, K, M, lddy=ldn, ldx=ldk, variant=variant)
-    gpu.run(plan)
-    shape = f"M={M} K={K} N={N}"
-    if forward:
-        assert_close(f"matmul_forward[{variant}] {name} {shape}", gpu.read(yb), c["y"], "matmul")
-    assert_close(f"matmul_backward_input[{variant}] {name} {shape}", gpu.read(dxb), c["dx"], "matmul")
-    assert_close(f"matmul_backward_weight[{variant}] {name} {shape}", gpu.read(dwb), c["dw"], "matmul")
+    needs_variant(gpu, variant)
+    for label, got, want, tol in matmul_products(gpu, case("matmul", name), variant):
+        assert_close(f"{label} {name}", got, want, tol)
 
 
-@pytest.mark.parametrize("shape", [(3, 37, 20, 44), (2, 70, 12, 5)])  # the second is stored transposed
-@pytest.mark.parametrize("variant", ["plain", "vec4"])
-def test_matmul_offsets_accumulate_batch(gpu, variant, shape):
+@pytest.mark.parametrize("variant", ops.SPLITK_VARIANTS)
+@pytest.mark.parametrize("family,name", SPLITK_CASES)
+def test_matmul_splitk_golden(gpu, family, name, variant):
+    """Split 2, 3 and 16 ways along each product's reduced length (K for y, N for dx, M for dW)."""
+    for label, got, want, tol in matmul_products(gpu, case(family, name), variant, SPLITS):
+        assert_close(f"{label} {name}", got, want, tol)
+
+
+def test_splitk_cases_hit_chunk_edges():
+    """The split-K goldens must put a chunk boundary at the end (exactly full), leave a last chunk of 1,
+    and leave a ragged last chunk, or the chunk arithmetic is untested."""
+    lengths = set()
+    for family, name in SPLITK_CASES:
+        c = case(family, name)
+        lengths |= {c["x"].shape[0], c["x"].shape[1], c["w"].shape[0]}
+    last = {(n, s): n - (ops.split_k(n, s)[1] - 1) * ops.split_k(n, s)[0] for n in lengths for s in SPLITS}
+    kc = {(n, s): ops.split_k(n, s)[0] for n in lengths for s in SPLITS}
+    assert any(v == 1 and kc[k] > 1 for k, v in last.items())
+    assert any(v == kc[k] and ops.split_k(*k)[1] > 1 for k, v in last.items())
+    assert any(1 < v < kc[k] for k, v in last.items())
+
+
+@pytest.mark.parametrize("shape", [(3, 37, 20, 44), (2, 70, 12, 5)])  # the second is stored transposed by sg8
+@pytest.mark.parametrize("choice", ["sg8", "sg8_vec4", "tile4x4", "tile8x4_vec4", "tile4x4_vec4/s3", "wgmem/s2",
+                                    "ref"])
+def test_matmul_offsets_accumulate_batch(gpu, choice, shape):
     """Operands inside one flat buffer at odd offsets, accumulate (beta=1), alpha, and a batch."""
+    variant, splits = ops.parse_choice(choice)
+    needs_variant(gpu, variant)
     rng = np.random.default_rng(0)
     B, M, K, N = shape
-    off = 4 * 13 + (0 if variant == "vec4" else 1)  # unaligned offsets exercise the plain kernel's *_off
+    vec = variant.endswith("_vec4")
+    off = 4 * 13 + (0 if vec else 1)  # unaligned offsets exercise the scalar kernels' *_off
     x = rng.standard_normal((B, M, K)).astype(np.float32)
     w = rng.standard_normal((B, N, K)).astype(np.float32)
     y0 = rng.standard_normal((B, M, N)).astype(np.float32)
-    flat = np.concatenate([np.zeros(off, np.float32), x.ravel(), np.zeros(3, np.float32), w.ravel()])
-    buf = gpu.array(np.concatenate([flat, np.zeros(1, np.float32)]), "flat")
-    xr = buf.f32(off, x.size)
-    wr = buf.f32(off + x.size + 3 if variant == "plain" else off + x.size, w.size)
-    if variant == "vec4":  # keep w 16-byte aligned: rebuild without the 3-float gap
-        flat = np.concatenate([np.zeros(off, np.float32), x.ravel(), w.ravel()])
+    if vec:  # keep w 16-byte aligned: no gap
+        flat = np.concatenate([np.zeros(off, np.float32), x.ravel(), w.ravel(), np.zeros(4, np.float32)])
         buf = gpu.array(flat, "flat")
         xr, wr = buf.f32(off, x.size), buf.f32(off + x.size, w.size)
+    else:
+        flat = np.concatenate([np.zeros(off, np.float32), x.ravel(), np.zeros(3, np.float32), w.ravel(),
+                               np.zeros(1, np.float32)])
+        buf = gpu.array(flat, "flat")
+        xr, wr = buf.f32(off, x.size), buf.f32(off + x.size + 3, w.size)
     yb = gpu.array(y0, "y")
     plan = gpu.plan("offsets")
     ops.matmul_forward(plan, xr, wr, yb.range(), M, N, K, accumulate=True, alpha=0.5, batch=B,
-                       x_bs=M * K, w_bs=N * K, y_bs=M * N, variant=variant)
+                       x_bs=M * K, w_bs=N * K, y_bs=M * N, variant=variant, splits=splits)
     gpu.run(plan)
     want = y0 + 0.5 * np.einsum("bmk,bnk->bmn", x.astype(np.float64), w.astype(np.float64))
-    assert_close(f"matmul_forward[{variant}] batched+accumulate B,M,K,N={shape}", gpu.read(yb), want, "matmul")
+    assert_close(f"matmul_forward[{choice}] batched+accumulate B,M,K,N={shape}", gpu.read(yb), want, "matmul")
+
+
+def test_splitk_is_bit_identical_run_to_run(gpu):
+    """A fixed split gives the same bits every run; another split adds in another order (close, not equal)."""
+    c = case("matmul_splitk", "gram_mingru")
+    runs = [[got for _, got, _, _ in matmul_products(gpu, c, "tile4x4_vec4", (5, 1))] for _ in range(2)]
+    for a, b in zip(runs[0], runs[1]):
+        assert np.array_equal(a, b)
+    assert not all(np.array_equal(runs[0][i], runs[0][i + 3]) for i in range(3))
 
 
 def test_matmul_shape_checks(gpu):
@@ -86,16 +99,44 @@ def test_matmul_shape_checks(gpu):
     with pytest.raises(GPUError, match=r"matmul_forward M=4 N=4 K=4: a needs 16 floats .* holds 10"):
         ops.matmul_forward(plan, small.range(), small.range(), small.range(), 4, 4, 4)
     big = gpu.buffer(4 * 64, "big")
-    with pytest.raises(GPUError, match="vec4 kernel needs"):
-        ops.matmul_forward(plan, big.f32(1), big.range(), big.range(), 3, 3, 4, variant="vec4")
+    with pytest.raises(GPUError, match="tile4x4_vec4 kernel needs"):
+        ops.matmul_forward(plan, big.f32(1), big.range(), big.range(), 3, 3, 4, variant="tile4x4_vec4")
+    with pytest.raises(GPUError, match="split-K .* needs one of"):
+        ops.matmul_forward(plan, big.range(), big.range(), big.range(), 3, 3, 4, variant="ref", splits=2)
+    with pytest.raises(GPUError, match="expected VARIANT or VARIANT/sN"):
+        ops.parse_choice("tile4x4/sx")
 
 
-def test_matmul_without_8_lane_subgroups(gpu):
-    """The tuned kernels share rows through 8-lane subgroups and fall back to per-lane loads otherwise:
-    run the goldens again on llvmpipe with 128-bit SIMD (4-lane subgroups), which takes the fallback."""
-    if "llvmpipe" not in gpu.name:
-        pytest.skip("needs llvmpipe to force 4-lane subgroups")
+def test_subgroup_variants_refused_without_the_feature(gpu, monkeypatch):
+    monkeypatch.setattr(gpu, "features", gpu.features - {"subgroup"})
+    buf = gpu.buffer(4 * 64, "b")
+    with pytest.raises(GPUError, match="need the 'subgroup' feature"):
+        ops.matmul_forward(gpu.plan("x"), buf.range(), buf.range(), buf.range(), 4, 4, 4, variant="sg8")
+
+
+def test_gpu_rule_fills_a_gpu_at_the_default_shapes():
+    """The static GPU choice keeps every heavy product of the default config at >= 16K invocations and
+    <= 1K loop iterations (the dispatch-shape rule), e.g. dW over 8192 rows by split-K."""
+    shapes = [("matmul_backward_weight", 384, 128, 8192, 1), ("matmul_backward_weight", 7, 128, 8192, 1),
+              ("matmul_backward_weight", 128, 413, 8192, 1), ("matmul_forward", 8192, 7, 128, 1),
+              ("matmul_forward", 128, 128, 413, 1), ("matmul_backward_weight", 128, 128, 384, 4),
+              ("matmul_backward_input", 384, 128, 128, 4), ("matmul_forward", 1024, 128, 413, 1)]
+    for form, M, N, K, b in shapes:
+        shape = ops.MatmulShape(form, M, N, K, b, vec4=True, sg_vec4=True)
+        variant, splits = ops.matmul_gpu_rule(shape)
+        kc, S = ops.split_k(K, splits)
+        assert ops.matmul_invocations(variant, shape, S) >= ops.GPU_MIN_INVOCATIONS, (shape, splits)
+        assert ops.matmul_serial(variant, form, K, kc) <= ops.GPU_MAX_SERIAL
+    assert ops.matmul_gpu_rule(ops.MatmulShape("matmul_backward_weight", 384, 128, 8192, 1, True, True))[1] > 1
+
+
+def test_sg8_without_8_lane_subgroups(gpu):
+    """The sg8 kernels share rows through 8-lane subgroups and fall back to per-lane loads otherwise:
+    run their goldens again on llvmpipe with 128-bit SIMD (4-lane subgroups), which takes the fallback."""
+    if "llvmpipe" not in gpu.name or not gpu.has("subgroup"):
+        pytest.skip("needs llvmpipe with subgroups to force 4-lane subgroups")
     env = dict(os.environ, LP_NATIVE_VECTOR_WIDTH="128")
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", __file__,
-                        "-k", "(golden and not ref) or offsets"], env=env, capture_output=True, text=True)
+                        "-k", "(golden and sg8) or (offsets and sg8)"], env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert " passed" in r.stdout and "skipped" not in r.stdout.split("\n")[-2], r.stdout[-500:]

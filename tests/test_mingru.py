@@ -1,30 +1,31 @@
-"""mingru.wgsl scan forward/backward against torch goldens at edge shapes (T = 1/64, H = 8/72/128, odd R)."""
+"""mingru.wgsl scan forward/backward and the rollout step against torch goldens at edge shapes
+(T = 1/64, H = 8/72/128 against 32·4 and 64 units per workgroup, odd R), both variants."""
 import numpy as np
 import pytest
 
 from golden_check import assert_close, case, golden
-from trainer.policy import mingru_scan_backward, mingru_scan_forward
+from golden_runs import mingru_scan, mingru_steps
+from trainer.policy import MINGRU_VARIANTS
 
 CASES = sorted({k.split("/")[0] for k in golden("mingru")})
 
 
+@pytest.mark.parametrize("variant", MINGRU_VARIANTS)
 @pytest.mark.parametrize("name", CASES)
-def test_mingru_scan_golden(gpu, name):
-    g = case("mingru", name)
-    R, T, H = g["x"].shape
-    buf = {k: gpu.array(g[k], k) for k in ("c", "x", "h0", "terminals", "dy")}
-    out = {k: gpu.buffer(4 * R * T * H * (3 if k == "dc" else 1), k) for k in ("hs", "y", "dc", "dx")}
-    plan = gpu.plan(f"mingru {name}")
-    mingru_scan_forward(plan, buf["c"].range(), buf["x"].range(), buf["h0"].range(), buf["terminals"].range(),
-                        out["hs"].range(), out["y"].range(), R, T, H)
-    mingru_scan_backward(plan, buf["c"].range(), buf["x"].range(), buf["h0"].range(), buf["terminals"].range(),
-                         out["hs"].range(), buf["dy"].range(), out["dc"].range(), out["dx"].range(), R, T, H)
-    gpu.run(plan)
-    label = f"{name} R={R} T={T} H={H}"
-    assert_close(f"mingru_scan_forward y {label}", gpu.read(out["y"]), g["y"], "mingru")
-    assert_close(f"mingru_scan_forward hs {label}", gpu.read(out["hs"]), g["hs"], "mingru")
-    assert_close(f"mingru_scan_backward dc {label}", gpu.read(out["dc"]), g["dc"], "mingru_grad")
-    assert_close(f"mingru_scan_backward dx {label}", gpu.read(out["dx"]), g["dx"], "mingru_grad")
+def test_mingru_scan_golden(gpu, name, variant):
+    for label, got, want, tol in mingru_scan(gpu, case("mingru", name), variant):
+        assert_close(f"{label} {name}", got, want, tol)
+
+
+@pytest.mark.parametrize("variant", MINGRU_VARIANTS)
+@pytest.mark.parametrize("name", CASES)
+def test_mingru_step_golden(gpu, name, variant):
+    """T rollout steps from h0 (state carried in place, resets from the terminals) give the scan's y and
+    hs; the step-0 snapshot is the reset starting state, bit for bit."""
+    checks = mingru_steps(gpu, case("mingru", name), variant)
+    for label, got, want, tol in checks:
+        assert_close(f"{label} {name}", got, want, tol)
+    assert np.array_equal(checks[-1][1], checks[-1][2])
 
 
 def test_mingru_golden_has_resets():

@@ -1,21 +1,24 @@
-"""Matmul GFLOP/s on the current adapter, per policy shape and kernel version, with numpy as reference.
+"""Matmul GFLOP/s on the current adapter, per policy shape and kernel variant, with numpy as reference.
 
     python tools/bench_kernels.py [--reps 10] [--adapter NAME]
 
-Each figure is best-of-3 wall time of one submit holding `reps` dispatches of the same product
-(waited for by mapping a buffer), so per-dispatch overhead is included, as in training.
-Also prints the CPU time to encode a 150-dispatch plan. Last line:
+Columns: each variant family (vec4 loads where they apply), the static GPU rule's choice (tile4x4
+with split-K where a heavy product needs it), the tuner's choice on this adapter (its name in
+brackets), numpy. Each figure is the best wall time of one submit holding up to `reps` dispatches
+of the same product (fewer for slow ones; waited for by mapping a buffer), so per-dispatch overhead
+is included, as in training. Also prints the CPU time to encode a 150-dispatch plan. Last line:
 `matmul 8192x128x384: <tuned GFLOP/s> GFLOP/s on <adapter>`.
 """
 from __future__ import annotations
 
 import argparse
+import math
 import time
 
 import numpy as np
 
 from trainer import ops
-from trainer.gpu import get_gpu
+from trainer.gpu import GPUError, get_gpu
 
 # (label, launcher, M, N, K): M×N output, K reduced. Row strides are padded to a multiple of 4
 # (as the trainer pads observation rows), so the vec4 kernels apply wherever the weights allow.
@@ -34,9 +37,10 @@ def ceil4(n):
     return -(-n // 4) * 4
 
 
-def time_plan(gpu, plan, repeats=3):
-    gpu.run(plan)
-    gpu.sync()
+def time_plan(gpu, plan, repeats=3, warm=True):
+    if warm:
+        gpu.run(plan)
+        gpu.sync()
     best = float("inf")
     for _ in range(repeats):
         t = time.perf_counter()
@@ -46,7 +50,9 @@ def time_plan(gpu, plan, repeats=3):
     return best
 
 
-def bench_matmul(gpu, launcher, M, N, K, variant, reps):
+def bench_matmul(gpu, launcher, M, N, K, variant, reps, splits=None, target=0.05):
+    """GFLOP/s of `variant` (None: the tuner's choice) with `splits`; None if it does not apply.
+    Runs up to `reps` dispatches per submit, fewer when one takes longer than target/reps seconds."""
     fn = getattr(ops, launcher)
     if launcher == "matmul_forward":  # x [M,K] (padded rows), W [N,K] (PufferLib rows, unpadded)
         lda, ldb = ceil4(K), K
@@ -60,15 +66,43 @@ def bench_matmul(gpu, launcher, M, N, K, variant, reps):
     a = gpu.buffer(4 * a_rows * lda, "a")
     b = gpu.buffer(4 * b_rows * ldb, "b")
     y = gpu.buffer(4 * M * N, "y")
-    plan = gpu.plan(f"bench {launcher}")
     kw = {"matmul_forward": dict(ldx=lda, ldw=ldb), "matmul_backward_input": dict(lddy=lda, ldw=ldb),
           "matmul_backward_weight": dict(lddy=lda, ldx=ldb)}[launcher]
+
+    def build(n):
+        plan = gpu.plan(f"bench {launcher}")
+        for _ in range(n):
+            fn(plan, a.range(), b.range(), y.range(), M, N, K, variant=variant, splits=splits, **kw)
+        return plan
     try:
-        for _ in range(reps):
-            fn(plan, a.range(), b.range(), y.range(), M, N, K, variant=variant, **kw)
-    except Exception:
+        one = build(1)
+    except GPUError:
         return None  # variant not applicable to this shape
-    return 2.0 * M * N * K * reps / time_plan(gpu, plan) / 1e9
+    t1 = time_plan(gpu, one, repeats=1)  # after a warm-up run
+    n = max(1, min(reps, math.ceil(target / max(t1, 1e-7))))
+    best = min(t1, time_plan(gpu, one, 1, warm=False)) if n == 1 else time_plan(gpu, build(n), 2) / n
+    return 2.0 * M * N * K / best / 1e9
+
+
+def family_variant(gpu, launcher, M, N, K, family):
+    """The family's vec4 variant where it applies to this layout, else its scalar one."""
+    if family in ("ref", "wgmem"):
+        return family
+    return family + "_vec4" if bench_matmul_applies(gpu, launcher, M, N, K, family + "_vec4") else family
+
+
+def bench_matmul_applies(gpu, launcher, M, N, K, variant):
+    shape = bench_shape(launcher, M, N, K)
+    return ops.matmul_applicable(variant, shape, gpu) is None
+
+
+def bench_shape(launcher, M, N, K):
+    """The MatmulShape bench_matmul's layout gives (rows padded to whole vec4s, buffers 16-byte aligned)."""
+    lda, ldb = {"matmul_forward": (ceil4(K), K), "matmul_backward_input": (ceil4(K), ceil4(N)),
+                "matmul_backward_weight": (ceil4(M), ceil4(N))}[launcher]
+    vec4 = lda % 4 == 0 and ldb % 4 == 0
+    sg = {"matmul_forward": K % 4 == 0, "matmul_backward_input": True, "matmul_backward_weight": True}[launcher]
+    return ops.MatmulShape(launcher, M, N, K, 1, vec4, vec4 and sg)
 
 
 def bench_numpy(launcher, M, N, K, reps=5):
@@ -96,7 +130,7 @@ def bench_encode(gpu, n=150):
     a = gpu.buffer(4 * 64 * 64, "a")
     plan = gpu.plan("encode")
     for i in range(n):
-        ops.matmul_forward(plan, a.range(), a.range(), a.range(), 8, 8 + (i % 3) * 8, 8, variant="plain")
+        ops.matmul_forward(plan, a.range(), a.range(), a.range(), 8, 8 + (i % 3) * 8, 8, variant="tile4x4")
     plan.finalize()
     times = []
     for _ in range(20):
@@ -109,25 +143,42 @@ def bench_encode(gpu, n=150):
     return min(times), float(np.median(times))
 
 
+FAMILIES = ("ref", "sg8", "tile4x4", "tile8x4", "wgmem")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--reps", type=int, default=10, help="dispatches per timed submit")
+    ap.add_argument("--reps", type=int, default=10, help="dispatches per timed submit (at most)")
     ap.add_argument("--adapter", default=None, help="adapter name/backend substring (default: best GPU)")
+    ap.add_argument("--families", default=",".join(FAMILIES), help="comma list of variant families to time")
     args = ap.parse_args()
     gpu = get_gpu(args.adapter)
-    print(f"{'shape':32s} {'ref':>8s} {'plain':>8s} {'vec4':>8s} {'numpy':>8s}   GFLOP/s")
+    families = [f for f in args.families.split(",") if f]
+    print(f"{'shape':30s} " + " ".join(f"{f:>8s}" for f in families) + f" {'gpu-rule':>17s} {'tuned':>22s} "
+          f"{'numpy':>7s}   GFLOP/s")
     tuned_main = None
     for label, launcher, M, N, K in SHAPES:
-        row = {}
-        for variant in ("ref", "plain", "vec4"):
-            row[variant] = bench_matmul(gpu, launcher, M, N, K, variant, 1 if variant == "ref" else args.reps)
-        row["numpy"] = bench_numpy(launcher, M, N, K)
-        cells = " ".join(f"{row[v]:8.2f}" if row[v] is not None else f"{'-':>8s}" for v in ("ref", "plain", "vec4", "numpy"))
-        print(f"{label:32s} {cells}")
+        cells = []
+        for fam in families:
+            if fam == "sg8" and not gpu.has("subgroup"):
+                cells.append(f"{'-':>8s}")
+                continue
+            v = family_variant(gpu, launcher, M, N, K, fam)
+            g = bench_matmul(gpu, launcher, M, N, K, v, 1 if fam == "ref" else args.reps)
+            cells.append(f"{g:8.2f}" if g is not None else f"{'-':>8s}")
+        rule_v, rule_s = ops.matmul_gpu_rule(bench_shape(launcher, M, N, K))
+        g_rule = bench_matmul(gpu, launcher, M, N, K, rule_v, args.reps, splits=rule_s)
+        cells.append(f"{g_rule:7.2f} {ops.format_choice(rule_v, rule_s):>9s}")
+        g_tuned = bench_matmul(gpu, launcher, M, N, K, None, args.reps)
+        chosen = gpu.tuner.memo[bench_shape(launcher, M, N, K).key()]["choice"]
+        cells.append(f"{g_tuned:7.2f} {'[' + chosen + ']':>14s}")
+        cells.append(f"{bench_numpy(launcher, M, N, K):7.1f}")
+        print(f"{label:30s} " + " ".join(cells), flush=True)
         if label.startswith("mingru fwd"):
-            tuned_main = max(v for v in (row["plain"], row["vec4"]) if v is not None)
+            tuned_main = g_tuned
     best, median = bench_encode(gpu)
     print(f"encode 150-dispatch plan: {best * 1e3:.3f} ms best, {median * 1e3:.3f} ms median (CPU, Python)")
+    print(gpu.tuner.summary())
     print(f"matmul 8192x128x384: {tuned_main:.1f} GFLOP/s on {gpu.describe()}")
 
 

@@ -6,6 +6,7 @@ Default config: minibatch 8192 = 128 rows × 64 steps, H=128, L=4, D=413, heads 
 dispatches per minibatch, the CPU time to encode one minibatch's plan, the GPU time per minibatch
 (wall time of submits waited on by mapping a buffer: the GPU-side time on a dedicated device, all of
 it on lavapipe), the achieved GFLOP/s and its fraction of the tuned matmul's GFLOP/s measured here.
+Kernel variants come from the tuner (trainer/tune.py; pin them with PUFFGPU_KERNELS, e.g. matmul=sg8).
 """
 import argparse
 import time
@@ -19,7 +20,7 @@ from trainer.policy import Policy, PolicySpec, Rollout
 
 
 def matmul_gflops(gpu, reps=10):
-    """Tuned matmul on the policy's main shape (8192×128 → 384), the reference rate (bench_kernels' figure)."""
+    """The tuner's matmul on the policy's main shape (8192×128 → 384), the reference rate (bench_kernels' figure)."""
     return bench_matmul(gpu, "matmul_forward", 8192, 384, 128, None, reps)
 
 
@@ -65,6 +66,7 @@ def main():
     t = time.perf_counter()
     learner = Learner(policy, ro, args.minibatch)
     build = time.perf_counter() - t
+    print(gpu.tuner.summary())
     plan = learner.plans[0]
     encodes = []
     for _ in range(20):

@@ -11,9 +11,17 @@ Everything puffgpu runs on the GPU goes through four objects:
 - `Plan`     a fixed list of (pipeline, bind group, grid) built once when shapes are known and
              replayed into one compute pass and one submit (lavapipe: a pass costs ~7 us, a submit
              ~60 us, a bind group ~15 us to create, so all of those happen once, at build time).
+             Each dispatch carries a `DispatchInfo` (invocations in flight, longest serial loop per
+             invocation, work) for the dispatch-shape report (trainer/tune.py).
+
+Optional adapter features (subgroups, timestamp queries) are used when present and never required;
+`PUFFGPU_DISABLE_FEATURES=subgroup,timestamp-query` makes the runtime behave as if the adapter
+lacked them (CI runs the kernel goldens that way). The WGSL files are found inside the installed
+package (`trainer/shaders`, from a wheel) or beside it (`shaders/`, a checkout or editable install).
 
 WGSL conventions the runtime relies on (every file in shaders/ follows them):
-- all bindings live in `@group(0)`; storage buffers are `array<f32>` / `array<u32>` / `array<vec4<f32>>`;
+- all bindings live in `@group(0)`; a kernel's bind-group layout holds only the bindings its entry
+  point uses (plus Params), so no pipeline needs more storage bindings than it reads or writes; storage buffers are `array<f32>` / `array<u32>` / `array<vec4<f32>>`;
 - the last binding is `var<uniform> p: Params;` and the file defines `struct Params` of u32/i32/f32
   scalars only. For every storage binding `x` that has a `x_off: u32` field in Params, the runtime
   fills it with the binding's element offset (the part of the range offset not covered by the
@@ -21,6 +29,7 @@ WGSL conventions the runtime relies on (every file in shaders/ follows them):
 """
 from __future__ import annotations
 
+import importlib.resources
 import os
 import re
 import struct
@@ -40,7 +49,25 @@ if sys.platform.startswith("linux") and not os.environ.get("XDG_RUNTIME_DIR"):
 
 import wgpu  # noqa: E402
 
-SHADER_DIR = Path(__file__).resolve().parent.parent / "shaders"
+
+
+def _find_shader_dir() -> Path:
+    """shaders/ of a checkout or editable install, or trainer/shaders of an installed wheel."""
+    here = Path(__file__).resolve().parent
+    for d in (here / "shaders", here.parent / "shaders"):
+        if (d / "matmul.wgsl").is_file():
+            return d
+    try:  # an editable install whose finder maps the package elsewhere
+        d = Path(str(importlib.resources.files("trainer.shaders")))
+        if (d / "matmul.wgsl").is_file():
+            return d
+    except (ModuleNotFoundError, TypeError):
+        pass
+    return here.parent / "shaders"
+
+
+SHADER_DIR = _find_shader_dir()
+OPTIONAL_FEATURES = ("timestamp-query", "subgroup")  # requested when the adapter has them; never required
 
 STORAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
 PARAMS_SLOT = 256  # bytes per dispatch in a plan's uniform arena (>= every adapter's uniform offset alignment)
@@ -149,6 +176,8 @@ _BINDING_RE = re.compile(
     r"@group\(0\)\s*@binding\((\d+)\)\s*var(?:<\s*(storage|uniform)\s*(?:,\s*(read|read_write))?\s*>)?\s+(\w+)\s*:")
 _FN_RE = re.compile(r"\bfn\s+(\w+)\s*\(")
 _STRUCT_RE = re.compile(r"struct\s+Params\s*\{([^}]*)\}", re.S)
+_WG_RE = re.compile(r"@workgroup_size\(([^)]*)\)\s*fn\s+(\w+)")
+_OVERRIDE_RE = re.compile(r"override\s+(\w+)\s*:\s*\w+\s*=\s*(\d+)u?\s*;")
 
 
 def _strip_comments(src: str) -> str:
@@ -179,6 +208,8 @@ class ShaderFile:
     bindings: list[tuple[int, str, str]]  # (binding, kind: 'read'|'read_write'|'uniform', name)
     params: list[tuple[str, str]]  # (field, 'u32'|'i32'|'f32')
     uses: dict[str, set[str]]  # entry/function name -> binding names it uses (transitively)
+    workgroup: dict[str, tuple[str, ...]] = field(default_factory=dict)  # entry -> @workgroup_size terms
+    overrides: dict[str, int] = field(default_factory=dict)  # integer override defaults
 
     @classmethod
     def load(cls, name: str) -> "ShaderFile":
@@ -215,7 +246,17 @@ class ShaderFile:
                 acc |= direct[g]
                 stack.extend(calls[g])
             uses[f] = acc
-        return cls(name, source, bindings, params, uses)
+        workgroup = {m.group(2): tuple(t.strip() for t in m.group(1).split(",")) for m in _WG_RE.finditer(src)}
+        overrides = {m.group(1): int(m.group(2)) for m in _OVERRIDE_RE.finditer(src)}
+        return cls(name, source, bindings, params, uses, workgroup, overrides)
+
+    def workgroup_size(self, entry: str, constants: dict) -> int:
+        """Invocations per workgroup of `entry` with these override constants."""
+        size = 1
+        for term in self.workgroup.get(entry, ("1",)):
+            term = term.rstrip("ui") if term[:1].isdigit() else term
+            size *= int(term) if term.isdigit() else int(constants.get(term, self.overrides.get(term, 1)))
+        return size
 
 
 # --------------------------------------------------------------------------------------------
@@ -234,8 +275,12 @@ class Kernel:
         self.label = f"{file}:{entry}" + ("" if not self.constants else
                                           "[" + ",".join(f"{k}={v}" for k, v in sorted(self.constants.items())) + "]")
         self.used = sf.uses[entry]
+        # only the bindings this entry point uses (and Params) are in its layout: a file may declare
+        # more storage bindings than an adapter allows per stage, no single entry point uses them all
+        self.bindings = [(b, kind, name) for b, kind, name in sf.bindings if kind == "uniform" or name in self.used]
+        self.workgroup_size = sf.workgroup_size(entry, self.constants)
         entries = []
-        for b, kind, name in sf.bindings:
+        for b, kind, name in self.bindings:
             t = {"uniform": wgpu.BufferBindingType.uniform,
                  "read": wgpu.BufferBindingType.read_only_storage,
                  "read_write": wgpu.BufferBindingType.storage}[kind]
@@ -275,10 +320,25 @@ class Kernel:
 
 
 @dataclass
+class DispatchInfo:
+    """What the dispatch-shape report needs. `invocations`: invocations that own work (launchers say;
+    default: every launched one); `serial`: iterations of the longest loop chain one invocation runs
+    (None: not recorded by the launcher); `work`: multiply-adds (matmuls) or element operations."""
+    label: str
+    grid: tuple[int, int, int]
+    workgroup: int
+    invocations: int
+    serial: int | None = None
+    work: int | None = None
+    params: dict = field(default_factory=dict)
+
+
+@dataclass
 class Dispatch:
     kernel: Kernel
     bind_group: object
     grid: tuple[int, int, int]
+    info: DispatchInfo | None = None
 
 
 class Plan:
@@ -293,6 +353,7 @@ class Plan:
         self.dispatches: list[Dispatch] = []
         self._params: list[bytes] = []
         self._pending: list[tuple] = []
+        self._infos: list[DispatchInfo] = []  # one per add(), in order
         self.arena = None
         self.encode_seconds = 0.0  # CPU time of the last encode
 
@@ -315,7 +376,7 @@ class Plan:
         entries = []
         align = self.gpu.limits["min-storage-buffer-offset-alignment"]
         max_bind = self.gpu.limits["max-storage-buffer-binding-size"]
-        for b, kind, name in kernel.shader.bindings:
+        for b, kind, name in kernel.bindings:  # bindings the entry point does not use are not in its layout
             if kind == "uniform":
                 entries.append((b, None))
                 continue
@@ -342,7 +403,25 @@ class Plan:
             entries.append((b, {"buffer": r.buffer.raw, "offset": start, "size": size}))
         self._pending.append((kernel, grid, entries))
         self._params.append(kernel.pack_params(params))
+        self._infos.append(DispatchInfo(kernel.label, grid, kernel.workgroup_size,
+                                        grid[0] * grid[1] * grid[2] * kernel.workgroup_size, params=params))
         return self
+
+    def note(self, *, invocations: int | None = None, serial: int | None = None, work: int | None = None) -> "Plan":
+        """Record the last added dispatch's shape for the dispatch-shape report (see DispatchInfo)."""
+        info = self._infos[-1]
+        if invocations is not None:
+            info.invocations = int(invocations)
+        if serial is not None:
+            info.serial = int(serial)
+        if work is not None:
+            info.work = int(work)
+        return self
+
+    @property
+    def infos(self) -> list[DispatchInfo]:
+        """DispatchInfo of every dispatch, in order (pending ones included)."""
+        return list(self._infos) if self.arena is None else [d.info for d in self.dispatches]
 
     def finalize(self):
         if self.arena is not None:
@@ -364,7 +443,7 @@ class Plan:
                 resolved.append({"binding": b, "resource": res})
             bg = self.gpu.device.create_bind_group(layout=kernel.layout, entries=resolved,
                                                    label=f"{self.label}/{i}:{kernel.label}")
-            self.dispatches.append(Dispatch(kernel, bg, grid))
+            self.dispatches.append(Dispatch(kernel, bg, grid, self._infos[i]))
         self._pending = []
         return self
 
@@ -423,12 +502,21 @@ def _native_pass_functions(cpass):
 # --------------------------------------------------------------------------------------------
 # the device
 
+def disabled_features() -> set[str]:
+    """Features named in PUFFGPU_DISABLE_FEATURES (comma list): the runtime acts as if the adapter lacked them."""
+    raw = os.environ.get("PUFFGPU_DISABLE_FEATURES", "")
+    names = {f.strip().lower() for f in raw.split(",") if f.strip()}
+    aliases = {"subgroups": "subgroup", "timestamps": "timestamp-query", "f16": "shader-f16"}
+    return {aliases.get(n, n) for n in names}
+
+
 class GPU:
     def __init__(self, adapter: str | None = None, quiet: bool = False):
         self.adapter = choose_adapter(adapter)
         self.info = self.adapter.info
-        want = ["timestamp-query", "subgroup"]
-        features = [f for f in want if f in self.adapter.features]
+        self.adapter_features = set(self.adapter.features)
+        self.disabled = disabled_features()
+        features = [f for f in OPTIONAL_FEATURES if f in self.adapter_features and f not in self.disabled]
         alimits = self.adapter.limits
         limits = {k: alimits[k] for k in ("max-storage-buffer-binding-size", "max-buffer-size",
                                           "max-compute-workgroups-per-dimension",
@@ -443,7 +531,10 @@ class GPU:
         self.is_cpu = _adapter_kind(self.info) == "cpu"
         self.name = str(self.info.get("device") or self.info.get("vendor") or "unknown adapter")
         self.backend = str(self.info.get("backend_type"))
+        self.driver = str(self.info.get("description") or "")
         self._files: dict[str, ShaderFile] = {}
+        self._scratch: list[Buffer] = []
+        self._tuner = None
         self._modules: dict[str, object] = {}
         self._kernels: dict[tuple, Kernel] = {}
         self._staging = None
@@ -454,6 +545,29 @@ class GPU:
 
     def describe(self) -> str:
         return f"{self.name} [{self.backend}, {self.info.get('adapter_type')}]"
+
+    def has(self, feature: str) -> bool:
+        """Whether an optional feature is enabled on this device (present and not disabled)."""
+        return feature in self.features
+
+    @property
+    def tuner(self):
+        """The kernel-variant chooser of this device (trainer/tune.py), created on first use."""
+        if self._tuner is None:
+            from .tune import Tuner
+            self._tuner = Tuner(self)
+        return self._tuner
+
+    def scratch(self, count: int) -> Range:
+        """`count` floats of scratch shared by every plan (split-K partial sums).
+
+        Safe to share: dispatches run in order (one queue; each dispatch sees the writes of the
+        previous ones), and a user writes its scratch before reading it within one product. A bigger
+        request gets a new buffer; older plans keep theirs alive through their bind groups (and this list).
+        """
+        if not self._scratch or self._scratch[-1].nbytes < 4 * count:
+            self._scratch.append(self.buffer(max(4 * count, 1 << 16), "scratch (split-K partial sums)"))
+        return self._scratch[-1].f32(0, count)
 
     # shaders -----------------------------------------------------------------------------
     def _shader_file(self, file: str) -> ShaderFile:

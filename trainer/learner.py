@@ -28,6 +28,7 @@ from .policy import Activations, Policy, PolicySpec, Rollout, need_heads, policy
 # PufferLib's per-iteration Newton–Schulz coefficients (a, b, c): X ← aX + (bG + cG²)X
 NS_COEFFS = ((4.0848, -6.8946, 2.9270), (3.9505, -6.3029, 2.6377), (3.7418, -5.5913, 2.3037),
              (2.8769, -3.1427, 1.2046), (2.8366, -3.0525, 1.2012))
+MUON_CHUNK = 4096  # floats per workgroup in the first pass of Muon's two-pass norms (256 invocations × 16)
 STATS = ("policy_loss", "value_loss", "entropy", "loss", "old_approx_kl", "approx_kl", "clipfrac", "importance")
 
 
@@ -147,9 +148,14 @@ class Muon:
         table = [(t.offset, t.size, t.rows, t.cols) for t in spec.tensors]
         self.mats = gpu.array(np.array(table, np.uint32), "muon.mats")
         self.norms = gpu.buffer(4 * len(table), "muon.norms")
+        # two-pass norms (muon.wgsl): first-pass sums per chunk of MUON_CHUNK floats
+        biggest = max(t.size for t in spec.tensors)
+        self.chunks = (-(-n // MUON_CHUNK), -(-biggest // MUON_CHUNK))  # (grad_norm, matrix_norms per matrix)
+        self.partials = gpu.buffer(4 * max(self.chunks[0], len(table) * self.chunks[1]), "muon.partials")
         # Gram scratch: G and B = bG + cG² per matrix, side min(rows, cols), consecutive per tensor
         sides = [min(t.rows, t.cols) for t in spec.tensors]
-        self.gram_off = [int(v) for v in np.concatenate([[0], np.cumsum([s * s for s in sides])])]
+        # (each padded to 64 floats, so every Gram matrix starts 256-byte aligned: vec4 loads apply)
+        self.gram_off = [int(v) for v in np.concatenate([[0], np.cumsum([-(-s * s // 64) * 64 for s in sides])])]
         self.gram = [gpu.buffer(4 * self.gram_off[-1], "muon.gram_g"), gpu.buffer(4 * self.gram_off[-1], "muon.gram_b")]
 
     def set_lr(self, lr: float):
@@ -163,18 +169,28 @@ class Muon:
             ops.need("muon", name, r, n)
         ops.need("muon", "scalars", scalars, 4)
         prm = dict(n=n, count=count, max_grad_norm=cfg.max_grad_norm, mu=cfg.momentum)
-        plan.add(gpu.kernel("muon.wgsl", "grad_norm", WG_REDUCE=256), 1, prm, grads=grads, scalars=scalars)
+        parts, biggest = self.partials.range(), max(t.size for t in spec.tensors)
+        g_chunks, m_chunks = self.chunks
+        wg = MUON_CHUNK // 16  # WG_REDUCE: 16 values per invocation in the first passes
+        plan.add(gpu.kernel("muon.wgsl", "grad_norm_partial", WG_REDUCE=wg), g_chunks, dict(prm, chunks=g_chunks),
+                 grads=grads, partials=parts).note(invocations=min(n, g_chunks * wg), serial=16, work=n)
+        plan.add(gpu.kernel("muon.wgsl", "grad_norm", WG_REDUCE=wg), 1, dict(prm, chunks=g_chunks), partials=parts,
+                 scalars=scalars).note(serial=-(-g_chunks // wg) + 8, work=g_chunks)
         plan.add(gpu.kernel("muon.wgsl", "muon_momentum", WG=64), -(-n // 64), prm, grads=grads,
-                 scalars=scalars, momentum=self.momentum.range(), update=self.ns[0].range())
-        plan.add(gpu.kernel("muon.wgsl", "matrix_norms", WG_REDUCE=256), count, prm, mats=self.mats.range(),
-                 update=self.ns[0].range(), norms=self.norms.range())
-        biggest = max(t.size for t in spec.tensors)
+                 scalars=scalars, momentum=self.momentum.range(), update=self.ns[0].range()).note(
+            invocations=n, serial=1, work=n)
+        plan.add(gpu.kernel("muon.wgsl", "matrix_norms_partial", WG_REDUCE=wg), (m_chunks, count),
+                 dict(prm, chunks=m_chunks), mats=self.mats.range(), update=self.ns[0].range(), partials=parts).note(
+            invocations=min(n, m_chunks * count * wg), serial=16, work=n)
+        plan.add(gpu.kernel("muon.wgsl", "matrix_norms", WG_REDUCE=wg), count, dict(prm, chunks=m_chunks),
+                 partials=parts, norms=self.norms.range()).note(serial=-(-m_chunks // wg) + 8, work=count * m_chunks)
         plan.add(gpu.kernel("muon.wgsl", "muon_normalize", WG=64), (-(-biggest // 64), count), prm,
-                 mats=self.mats.range(), update=self.ns[0].range(), norms=self.norms.range())
+                 mats=self.mats.range(), update=self.ns[0].range(), norms=self.norms.range()).note(
+            invocations=n, serial=1, work=n)
         final = self._newton_schulz(plan)
         plan.add(gpu.kernel("muon.wgsl", "muon_update", WG=64), (-(-biggest // 64), count), prm,
                  mats=self.mats.range(), globals=self.globals.range(), update=self.ns[final].range(),
-                 weights=weights)
+                 weights=weights).note(invocations=n, serial=1, work=n)
         return plan
 
     def _matrix_groups(self):

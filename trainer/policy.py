@@ -257,59 +257,91 @@ class Policy:
         self.gpu.upload(self.weights, flat)
 
 
-MINGRU_WG = 32  # invocations per workgroup along the hidden units (4 units each)
+MINGRU_WG = 32  # vec4 variant: invocations per workgroup along the hidden units (4 units each)
+MINGRU_WG_SCALAR = 64  # scalar variant: one unit per invocation
+MINGRU_VARIANTS = ("vec4", "scalar")
+
+_MINGRU_F32 = {"c": "c_f", "x": "x_f", "h0": "h0_f", "dy": "dy_f", "state": "state_f", "y": "y_f", "hs": "hs_f",
+               "dc": "dc_f", "dx": "dx_f", "snapshot": "snapshot_f"}  # the scalar kernels' f32 views
 
 
-def _mingru_grid(label: str, R: int, H: int, **vec4_ranges):
-    """Grid of the mingru kernels; their tensors are read as vec4, so offsets must be 16-byte aligned."""
-    for name, r in vec4_ranges.items():
-        if r is not None and r.offset % 16:
-            raise GPUError(f"{label}: {name} starts at byte {r.offset} of {r.buffer.label!r}; mingru.wgsl reads "
-                           f"vec4s and needs 16-byte aligned tensors")
-    return (-(-(H // 4) // MINGRU_WG), R)
+def _mingru_add(plan: Plan, entry: str, label: str, R: int, T: int, H: int, params: dict, ranges: dict,
+                variant: str | None, bench_sizes: dict):
+    """Add one mingru kernel: the variant from the caller or the tuner (timed on scratch buffers of
+    `bench_sizes` floats per binding), its grid, and its dispatch shape."""
+    gpu = plan.gpu
+    if variant is None:
+        def bench(choice, reps, bufs):
+            if bufs is None:
+                bufs = {k: gpu.buffer(4 * n, f"tune.{k}") for k, n in bench_sizes.items()}
+            p = gpu.plan(f"tune {entry} {choice}")
+            for _ in range(reps):
+                _mingru_add(p, entry, label, R, T, H, params,
+                            {k: bufs[k].range() if k in bufs else None for k in ranges}, choice, {})
+            return p, bufs
+        variant = gpu.tuner.mingru(entry, R, T, H, bench)
+    if variant not in MINGRU_VARIANTS:
+        raise GPUError(f"{label}: variant must be one of {MINGRU_VARIANTS}, got {variant!r}")
+    if variant == "vec4":
+        for name, r in ranges.items():  # tensors are read as vec4: offsets must be 16-byte aligned
+            if r is not None and name != "terminals" and r.offset % 16:
+                raise GPUError(f"{label}: {name} starts at byte {r.offset} of {r.buffer.label!r}; the vec4 mingru "
+                               f"kernels read vec4s and need 16-byte aligned tensors (variant='scalar' does not)")
+        k = gpu.kernel("mingru.wgsl", entry, WG=MINGRU_WG)
+        grid, inv, bindings = (-(-(H // 4) // MINGRU_WG), R), R * H // 4, ranges
+    else:
+        k = gpu.kernel("mingru.wgsl", entry + "_scalar", WG_S=MINGRU_WG_SCALAR)
+        grid, inv = (-(-H // MINGRU_WG_SCALAR), R), R * H
+        bindings = {(_MINGRU_F32.get(n, n)): r for n, r in ranges.items()}
+    return plan.add(k, grid, params, **bindings).note(invocations=inv, serial=T, work=R * T * H)
 
 
 def mingru_step(plan: Plan, c: Range, x: Range, state: Range, terminals: Range, y: Range, N: int, H: int,
-                snapshot: Range | None = None):
+                snapshot: Range | None = None, variant: str | None = None):
     """One MinGRU step for N agents: state [N,H] updated in place, y [N,H]; terminals [N] reset first."""
     label = f"mingru_step N={N} H={H}"
+    sizes = {"c": 3 * N * H, "x": N * H, "state": N * H, "terminals": N, "y": N * H}
+    if snapshot is not None:
+        sizes["snapshot"] = N * H
     for name, r, n in (("c", c, 3 * N * H), ("x", x, N * H), ("state", state, N * H), ("terminals", terminals, N),
                        ("y", y, N * H)) + ((("snapshot", snapshot, N * H),) if snapshot is not None else ()):
         ops.need(label, name, r, n)
-    grid = _mingru_grid(label, N, H, c=c, x=x, state=state, y=y, snapshot=snapshot)
-    k = plan.gpu.kernel("mingru.wgsl", "mingru_step", WG=MINGRU_WG)
-    return plan.add(k, grid, dict(R=N, T=1, H=H, snapshot=int(snapshot is not None)),
-                    c=c, x=x, state=state, terminals=terminals, y=y, snapshot=snapshot)  # None: a dummy
+    return _mingru_add(plan, "mingru_step", label, N, 1, H, dict(R=N, T=1, H=H, snapshot=int(snapshot is not None)),
+                       dict(c=c, x=x, state=state, terminals=terminals, y=y, snapshot=snapshot),  # None: a dummy
+                       variant, sizes)
 
 
 def _check_scan(label, R, T, H, **ranges):
     if T > MAX_SCAN_T:
         raise GPUError(f"{label}: horizon T={T} exceeds {MAX_SCAN_T} (loop limit of one invocation)")
-    sizes = {"c": 3 * R * T * H, "x": R * T * H, "h0": R * H, "terminals": R * T, "hs": R * T * H,
-             "y": R * T * H, "dy": R * T * H, "dc": 3 * R * T * H, "dx": R * T * H}
+    sizes = _scan_sizes(R, T, H, ranges)
     for name, r in ranges.items():
         ops.need(label, name, r, sizes[name])
+    return sizes
+
+
+def _scan_sizes(R, T, H, names):
+    sizes = {"c": 3 * R * T * H, "x": R * T * H, "h0": R * H, "terminals": R * T, "hs": R * T * H,
+             "y": R * T * H, "dy": R * T * H, "dc": 3 * R * T * H, "dx": R * T * H}
+    return {n: sizes[n] for n in names}
 
 
 def mingru_scan_forward(plan: Plan, c: Range, x: Range, h0: Range, terminals: Range, hs: Range, y: Range,
-                        R: int, T: int, H: int):
+                        R: int, T: int, H: int, variant: str | None = None):
     """Scan R agent rows over T steps from h0 [R,H]: hs (states) and y (outputs), [R·T, H] each."""
     label = f"mingru_scan_forward R={R} T={T} H={H}"
-    _check_scan(label, R, T, H, c=c, x=x, h0=h0, terminals=terminals, hs=hs, y=y)
-    grid = _mingru_grid(label, R, H, c=c, x=x, h0=h0, hs=hs, y=y)
-    k = plan.gpu.kernel("mingru.wgsl", "mingru_scan_forward", WG=MINGRU_WG)
-    return plan.add(k, grid, dict(R=R, T=T, H=H), c=c, x=x, h0=h0, terminals=terminals, hs=hs, y=y)
+    ranges = dict(c=c, x=x, h0=h0, terminals=terminals, hs=hs, y=y)
+    sizes = _check_scan(label, R, T, H, **ranges)
+    return _mingru_add(plan, "mingru_scan_forward", label, R, T, H, dict(R=R, T=T, H=H), ranges, variant, sizes)
 
 
 def mingru_scan_backward(plan: Plan, c: Range, x: Range, h0: Range, terminals: Range, hs: Range, dy: Range,
-                         dc: Range, dx: Range, R: int, T: int, H: int):
+                         dc: Range, dx: Range, R: int, T: int, H: int, variant: str | None = None):
     """Backward of the scan: dc [R·T, 3H] and the highway part of dx [R·T, H] from dy [R·T, H]."""
     label = f"mingru_scan_backward R={R} T={T} H={H}"
-    _check_scan(label, R, T, H, c=c, x=x, h0=h0, terminals=terminals, hs=hs, dy=dy, dc=dc, dx=dx)
-    grid = _mingru_grid(label, R, H, c=c, x=x, h0=h0, hs=hs, dy=dy, dc=dc, dx=dx)
-    k = plan.gpu.kernel("mingru.wgsl", "mingru_scan_backward", WG=MINGRU_WG)
-    return plan.add(k, grid, dict(R=R, T=T, H=H), c=c, x=x, h0=h0, terminals=terminals, hs=hs,
-                    dy=dy, dc=dc, dx=dx)
+    ranges = dict(c=c, x=x, h0=h0, terminals=terminals, hs=hs, dy=dy, dc=dc, dx=dx)
+    sizes = _check_scan(label, R, T, H, **ranges)
+    return _mingru_add(plan, "mingru_scan_backward", label, R, T, H, dict(R=R, T=T, H=H), ranges, variant, sizes)
 
 
 def sample_actions(plan: Plan, out: Range, ldo: int, act_sizes: Range, globals_: Range, actions_step: Range,

@@ -122,6 +122,7 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
                           rows=env.buffer_rows(b)[1] - env.buffer_rows(b)[0]) for b in range(B)] if B > 1 else None
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=B, thread_name_prefix="env") if B > 1 else None
     learner = Learner(policy, rollout, t["minibatch_size"], learner_config(t), t["replay_ratio"])
+    print(gpu.tuner.summary(), flush=True)  # kernel variants: what was chosen, tuning time (trainer/tune.py)
     epochs = t["total_timesteps"] // (N * T)
 
     epoch, global_step, resumed_from = 0, 0, None
@@ -269,8 +270,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--adapter", default=None, help="GPU adapter name/backend substring (default: best GPU; "
                     "env PUFFGPU_ADAPTER)")
     ap.add_argument("--plain", action="store_true", help="one log line per epoch instead of the live dashboard")
+    ap.add_argument("--kernels", default=None, metavar="FAMILY=VARIANT,...",
+                    help="pin kernel variants instead of tuning them, e.g. matmul=sg8 (lavapipe's kernels), "
+                         "matmul=tile4x4/s4 (4×4 tiles, K split 4 ways), mingru=scalar (env PUFFGPU_KERNELS)")
+    ap.add_argument("--retune", action="store_true", help="time the kernel variants again, replacing the cached "
+                    "choices (env PUFFGPU_RETUNE=1; cache in $PUFFGPU_CACHE/tune, default ~/.cache/puffgpu/tune)")
+    ap.add_argument("--no-tune", action="store_true", help="do not time kernel variants: use cached choices, "
+                    "else the static default (env PUFFGPU_TUNE=0)")
     ap.add_argument("-h", "--help", action="store_true", help="show every config key and exit")
     args, rest = ap.parse_known_args(argv)
+    if args.kernels is not None:  # read by the tuner (trainer/tune.py) when the GPU is first used
+        os.environ["PUFFGPU_KERNELS"] = args.kernels
+    if args.retune:
+        os.environ["PUFFGPU_RETUNE"] = "1"
+    if args.no_tune:
+        os.environ["PUFFGPU_TUNE"] = "0"
     try:
         if args.help:
             cfg, desc = config_mod.load(args.env or "platformer")

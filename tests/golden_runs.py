@@ -1,0 +1,224 @@
+"""Golden checks as plain functions: run a kernel on a golden case, return what to compare.
+
+Each function returns a list of checks (label, got, want, tolerance key) for
+golden_check.assert_close / rel_error. The tests assert them; tools/gpu_report.py runs them on a
+user's adapter without pytest (so nothing here imports pytest or torch).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from golden_check import case, golden, meta
+from trainer import ops
+from trainer.learner import STATS, Learner, LearnerConfig, Muon, compute_advantage, ppo_loss, reduce_stats
+from trainer.policy import (Activations, Policy, PolicySpec, Rollout, ceil4, flatten, mingru_scan_backward,
+                            mingru_scan_forward, mingru_step, policy_backward, policy_forward, unflatten)
+
+SPLITS = (2, 3, 16)  # split-K checks: chunk edges of the matmul_splitk goldens (see make_golden.py)
+
+
+def cases(family: str) -> list[str]:
+    return sorted({k.split("/")[0] for k in golden(family)})
+
+
+def pad_rows(a: np.ndarray, ld: int) -> np.ndarray:
+    """Rows of `a` placed at stride `ld` (zero padding), the layout the vec4 kernels need."""
+    out = np.zeros((a.shape[0], ld), np.float32)
+    out[:, :a.shape[1]] = a
+    return out
+
+
+def matmul_products(gpu, c: dict, variant: str, splits=(1,)):
+    """All three products of golden case `c` with `variant`, once per entry of `splits`, in one plan."""
+    x, w, dout = c["x"], c["w"], c["dout"]
+    M, K = x.shape
+    N = w.shape[0]
+    vec = variant.endswith("_vec4")
+    # vec4 needs rows holding whole vec4s: pad the operands' row strides (as puffgpu pads obs rows)
+    ldk = ceil4(K) if vec else K
+    ldn = ceil4(N) if vec else N
+    # matmul_forward_sg8_vec4 needs K % 4 == 0 (the encoder's D = 413 runs sg8); tile*_vec4 masks the tail
+    forward = not (variant == "sg8_vec4" and K % 4)
+    xb, wb, db = gpu.array(pad_rows(x, ldk), "x"), gpu.array(pad_rows(w, ldk), "w"), gpu.array(pad_rows(dout, ldn), "dout")
+    plan = gpu.plan(f"matmul {variant}")
+    out = []
+    shape = f"M={M} K={K} N={N}"
+    for s in splits:
+        kw = dict(variant=variant, splits=s)
+        tag = f"[{ops.format_choice(variant, s)}]"
+        if forward:
+            yb = gpu.buffer(4 * M * N, "y")
+            ops.matmul_forward(plan, xb.range(), wb.range(), yb.range(), M, N, K, ldx=ldk, ldw=ldk, **kw)
+            out.append((f"matmul_forward{tag} {shape}", yb, c["y"]))
+        dxb, dwb = gpu.buffer(4 * M * K, "dx"), gpu.buffer(4 * N * K, "dw")
+        ops.matmul_backward_input(plan, db.range(), wb.range(), dxb.range(), M, K, N, lddy=ldn, ldw=ldk, **kw)
+        ops.matmul_backward_weight(plan, db.range(), xb.range(), dwb.range(), N, K, M, lddy=ldn, ldx=ldk, **kw)
+        out += [(f"matmul_backward_input{tag} {shape}", dxb, c["dx"]),
+                (f"matmul_backward_weight{tag} {shape}", dwb, c["dw"])]
+    gpu.run(plan)
+    return [(label, gpu.read(b), want, "matmul") for label, b, want in out]
+
+
+def mingru_scan(gpu, g: dict, variant: str):
+    R, T, H = g["x"].shape
+    buf = {k: gpu.array(g[k], k) for k in ("c", "x", "h0", "terminals", "dy")}
+    out = {k: gpu.buffer(4 * R * T * H * (3 if k == "dc" else 1), k) for k in ("hs", "y", "dc", "dx")}
+    plan = gpu.plan("mingru")
+    mingru_scan_forward(plan, buf["c"].range(), buf["x"].range(), buf["h0"].range(), buf["terminals"].range(),
+                        out["hs"].range(), out["y"].range(), R, T, H, variant=variant)
+    mingru_scan_backward(plan, buf["c"].range(), buf["x"].range(), buf["h0"].range(), buf["terminals"].range(),
+                         out["hs"].range(), buf["dy"].range(), out["dc"].range(), out["dx"].range(), R, T, H,
+                         variant=variant)
+    gpu.run(plan)
+    label = f"[{variant}] R={R} T={T} H={H}"
+    return [(f"mingru_scan_forward{label} y", gpu.read(out["y"]), g["y"], "mingru"),
+            (f"mingru_scan_forward{label} hs", gpu.read(out["hs"]), g["hs"], "mingru"),
+            (f"mingru_scan_backward{label} dc", gpu.read(out["dc"]), g["dc"], "mingru_grad"),
+            (f"mingru_scan_backward{label} dx", gpu.read(out["dx"]), g["dx"], "mingru_grad")]
+
+
+def mingru_steps(gpu, g: dict, variant: str):
+    """T rollout steps from h0 (state carried in place, resets from the terminals): the scan's y and
+    final state; the snapshot of step 0 must be the (reset) starting state, exactly."""
+    R, T, H = g["x"].shape
+    state = gpu.array(g["h0"], "state")
+    snapshot = gpu.buffer(4 * R * H, "snapshot")
+    c = [gpu.array(np.ascontiguousarray(g["c"][:, t]), f"c{t}") for t in range(T)]
+    x = [gpu.array(np.ascontiguousarray(g["x"][:, t]), f"x{t}") for t in range(T)]
+    term = [gpu.array(np.ascontiguousarray(g["terminals"][:, t]), f"term{t}") for t in range(T)]
+    y = [gpu.buffer(4 * R * H, f"y{t}") for t in range(T)]
+    plan = gpu.plan("mingru_step")
+    for t in range(T):
+        mingru_step(plan, c[t].range(), x[t].range(), state.range(), term[t].range(), y[t].range(), R, H,
+                    snapshot=snapshot.range() if t == 0 else None, variant=variant)
+    gpu.run(plan)
+    label = f"mingru_step[{variant}] R={R} T={T} H={H}"
+    got = np.stack([gpu.read(b).reshape(R, H) for b in y], 1)
+    want0 = (g["h0"] * (1 - g["terminals"][:, :1])).astype(np.float32)
+    return [(f"{label} y", got, g["y"], "mingru"),
+            (f"{label} final state", gpu.read(state).reshape(R, H), g["hs"][:, -1], "mingru"),
+            (f"{label} snapshot", gpu.read(snapshot).reshape(R, H), want0, "mingru")]
+
+
+def policy_case(gpu, name: str):
+    """Full policy forward and backward (the tuner's kernel choice) against the `policy` goldens."""
+    g, m = case("policy", name), meta("policy", name)
+    R, T, D = g["obs"].shape
+    L, _, H = g["h0"].shape
+    spec = PolicySpec(obs_size=D, hidden=H, layers=L, act_sizes=tuple(m["act_sizes"]))
+    policy = Policy(gpu, spec, flatten(spec, {k[2:]: v for k, v in g.items() if k.startswith("w.")}))
+    act = Activations(gpu, spec, R, T)
+    M, ldo_obs = R * T, ceil4(D)
+    obs = gpu.array(pad_rows(g["obs"].reshape(M, D), ldo_obs), "obs")
+    term = gpu.array(g["terminals"], "terminals")
+    h0 = gpu.array(g["h0"], "h0")
+    h0r = [h0.f32(l * R * H, R * H) for l in range(L)]
+    gpu.upload(act.dout, pad_rows(g["dout"].reshape(M, spec.out), act.ldo))
+    dobs = gpu.buffer(4 * M * D, "dobs")
+    plan = gpu.plan(f"policy {name}")
+    policy_forward(plan, policy, act, obs.range(), ldo_obs, term.range(), h0r)
+    policy_backward(plan, policy, act, obs.range(), ldo_obs, term.range(), h0r, dobs=dobs.range())
+    gpu.run(plan)
+    label = f"{name} D={D} H={H} L={L} R={R} T={T}"
+    out = gpu.read(act.out).reshape(M, act.ldo)[:, :spec.out]
+    checks = [(f"policy_forward out {label}", out, g["out"].reshape(M, spec.out), "policy")]
+    grads = unflatten(spec, gpu.read(policy.grads))
+    checks += [(f"policy_backward d{t.name} {label}", grads[t.name], g[f"dw.{t.name}"], "policy_grad")
+               for t in spec.tensors]
+    checks.append((f"policy_backward dobs {label}", gpu.read(dobs), g["dobs"].reshape(M, D), "policy_grad"))
+    return checks
+
+
+def _cfg(m):
+    return LearnerConfig(**{k: m[k] for k in LearnerConfig.__dataclass_fields__ if k in m})
+
+
+def advantage_case(gpu, name: str):
+    g, m = case("advantage", name), meta("advantage", name)
+    R, T, heads = m["R"], m["T"], tuple(m["act_sizes"])
+    spec = PolicySpec(obs_size=1, hidden=8, layers=1, act_sizes=heads)
+    ldo = ceil4(spec.out)
+    b = {k: gpu.array(g[k], k) for k in ("actions", "logprobs", "rewards", "terminals")}
+    out = gpu.array(pad_rows(g["out"], ldo), "out")
+    sizes = gpu.array(np.array(heads, np.uint32), "act_sizes")
+    adv, ret = gpu.buffer(4 * R * T, "adv"), gpu.buffer(4 * R * T, "ret")
+    plan = gpu.plan(name)
+    compute_advantage(plan, out=out.range(), ldo=ldo, actions=b["actions"].range(), logprobs=b["logprobs"].range(),
+                      rewards=b["rewards"].range(), terminals=b["terminals"].range(), act_sizes=sizes.range(),
+                      advantages=adv.range(), returns=ret.range(), R=R, T=T, spec=spec, cfg=_cfg(m))
+    gpu.run(plan)
+    label = f"compute_advantage {name} R={R} T={T}"
+    return [(f"{label} advantages", gpu.read(adv), g["advantages"].reshape(-1), "advantage"),
+            (f"{label} returns", gpu.read(ret), g["returns"].reshape(-1), "advantage")]
+
+
+def ppo_case(gpu, name: str):
+    g, m = case("ppo", name), meta("ppo", name)
+    M, heads = m["M"], tuple(m["act_sizes"])
+    spec = PolicySpec(obs_size=1, hidden=8, layers=1, act_sizes=heads)
+    ldo = ceil4(spec.out)
+    b = {k: gpu.array(g[k], k) for k in ("actions", "logprobs", "values", "advantages", "returns")}
+    out = gpu.array(pad_rows(g["out"], ldo), "out")
+    sizes = gpu.array(np.array(heads, np.uint32), "act_sizes")
+    dout = gpu.array(np.full((M, ldo), np.nan, np.float32), "dout")
+    stats, logs = gpu.buffer(4 * M * len(STATS), "stats"), gpu.buffer(4 * len(STATS), "logs")
+    plan = gpu.plan(name)
+    ppo_loss(plan, out=out.range(), ldo=ldo, actions=b["actions"].range(), logprobs=b["logprobs"].range(),
+             values=b["values"].range(), advantages=b["advantages"].range(), returns=b["returns"].range(),
+             act_sizes=sizes.range(), dout=dout.range(), stats=stats.range(), M=M, spec=spec, cfg=_cfg(m))
+    reduce_stats(plan, stats=stats.range(), logs=logs.range(), slot=0, M=M)
+    gpu.run(plan)
+    d = gpu.read(dout).reshape(M, ldo)[:, :spec.out]
+    got = gpu.read(logs)
+    return [(f"ppo_loss {name} M={M} dout", d, g["dout"], "ppo")] + [
+        (f"reduce_stats {name} {k}", got[i:i + 1], g["stats"][i:i + 1], "ppo_stats") for i, k in enumerate(STATS)]
+
+
+def muon_case(gpu, name: str):
+    g, m = case("muon", name), meta("muon", name)
+    spec = PolicySpec(obs_size=m["D"], hidden=m["H"], layers=m["L"], act_sizes=tuple(m["act_sizes"]))
+    flat = lambda prefix: flatten(spec, {t.name: g[f"{prefix}.{t.name}"] for t in spec.tensors})  # noqa: E731
+    w0 = flat("w")
+    weights, grads = gpu.array(w0, "weights"), gpu.array(flat("grad"), "grads")
+    muon = Muon(gpu, spec, _cfg(m))
+    muon.reset_momentum(flat("momentum"))
+    muon.set_lr(m["lr"])
+    scalars = gpu.buffer(16, "scalars")
+    plan = gpu.plan(name)
+    muon.add(plan, weights.range(), grads.range(), scalars.range())
+    gpu.run(plan)
+    new, sc, w0t = unflatten(spec, gpu.read(weights)), gpu.read(scalars), unflatten(spec, w0)
+    checks = [(f"grad_norm {name}", sc[1:2], g["grad_norm"], "muon"), (f"grad_norm clip {name}", sc[0:1], g["clip"], "muon")]
+    for t in spec.tensors:
+        want = g[f"new_w.{t.name}"]
+        checks += [(f"muon {name} {t.name} new weights", new[t.name], want, "muon"),
+                   (f"muon {name} {t.name} update", new[t.name] - w0t[t.name], want - w0t[t.name], "muon_step")]
+    return checks
+
+
+def learner_case(gpu, name: str):
+    """Consecutive minibatch updates (each sees the last one's weights) against the torch reference."""
+    g, m = case("learner", name), meta("learner", name)
+    spec = PolicySpec(obs_size=m["D"], hidden=m["H"], layers=m["L"], act_sizes=tuple(m["act_sizes"]))
+    N, T, R = m["N"], m["T"], m["R"]
+    policy = Policy(gpu, spec, flatten(spec, {t.name: g[f"w0.{t.name}"] for t in spec.tensors}))
+    ro = Rollout(gpu, spec, N, T)
+    gpu.upload(ro.obs, pad_rows(g["obs"].reshape(N * T, -1), ro.ldo))
+    gpu.upload(ro.initial_state, g["h0"])
+    for k in ("terminals", "actions", "logprobs", "values", "rewards"):
+        gpu.upload(getattr(ro, k), g[k])
+    learner = Learner(policy, ro, minibatch_size=R * T, cfg=_cfg(m))
+    checks = []
+    prev = unflatten(spec, policy.read_weights())
+    for mb in range(m["minibatches"]):
+        res = learner.run(m["lr"], minibatches=[mb])
+        w = unflatten(spec, policy.read_weights())
+        label = f"learner {name} after update {mb + 1}"
+        for t in spec.tensors:
+            want = g[f"w{mb + 1}.{t.name}"]
+            checks += [(f"{label} {t.name}", w[t.name], want, "learner"),
+                       (f"{label} {t.name} change", w[t.name] - prev[t.name], want - prev[t.name], "learner_step")]
+        checks += [(f"{label} stat {k}", res["per_minibatch"][0, i:i + 1], g["stats"][mb, i:i + 1], "learner_stats")
+                   for i, k in enumerate(STATS + ("grad_norm",))]
+        prev = w
+    return checks

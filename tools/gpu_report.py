@@ -1,0 +1,325 @@
+"""What puffgpu does on this machine's GPU, in one report to paste into a bug report.
+
+    PUFFGPU_ADAPTER=nvidia python3 tools/gpu_report.py      # from a checkout, PYTHONPATH=<checkout>
+
+Prints the adapter (name, backend, driver, features, relevant limits, subgroup size), golden checks of
+every kernel variant on it (pass/fail with the max error, the tests' golden data and tolerance table),
+the tuner's choice per matmul shape of the default platformer plans with each variant's GFLOP/s, the
+learner's ms per minibatch, the dispatch-shape report, and platformer training SPS for about
+--train-seconds (60) of the default config. The last line is always
+    gpu report: <adapter>: train platformer <SPS> SPS, matmul 8192x128x384 <G> GFLOP/s, goldens <passed>/<total>
+Needs only puffgpu's runtime dependencies (numpy, safetensors, rich, wgpu, cffi, glfw): no pytest,
+torch or matplotlib. A section that fails prints its error and the report goes on.
+Choose the adapter with PUFFGPU_ADAPTER or --adapter (a substring of its name, its backend or 'cpu').
+"""
+from __future__ import annotations
+
+import _thread
+import argparse
+import json
+import os
+import platform
+import signal
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tools"), str(ROOT / "tests")]  # trainer, bench_kernels, golden_check
+
+import numpy as np  # noqa: E402
+
+RELEVANT_FEATURES = ("subgroup", "timestamp-query", "shader-f16")
+RELEVANT_LIMITS = ("max-storage-buffer-binding-size", "max-buffer-size", "max-storage-buffers-per-shader-stage",
+                   "max-compute-workgroups-per-dimension", "max-compute-invocations-per-workgroup",
+                   "max-compute-workgroup-size-x", "max-compute-workgroup-storage-size",
+                   "min-storage-buffer-offset-alignment", "min-uniform-buffer-offset-alignment")
+
+
+def section(title):
+    print(f"\n== {title}", flush=True)
+
+
+def guarded(fn, *args, default=None):
+    """Run one report section; on failure print the error and go on."""
+    try:
+        return fn(*args)
+    except BaseException as e:  # noqa: BLE001 (a report must reach its last line; KeyboardInterrupt too)
+        if isinstance(e, SystemExit):
+            raise
+        print(f"   FAILED: {type(e).__name__}: {e}")
+        print("   " + "".join(traceback.format_exception(e)[-3:]).replace("\n", "\n   ").rstrip())
+        return default
+
+
+# ------------------------------------------------------------------------------------------------ adapter
+
+def report_adapter(gpu):
+    import wgpu
+    from trainer.gpu import disabled_features
+    info = gpu.info
+    print(f"adapter: {gpu.describe()}")
+    print(f"   vendor {info.get('vendor')!r} (id {info.get('vendor_id')}), device id {info.get('device_id')}, "
+          f"architecture {info.get('architecture')!r}")
+    print(f"   driver: {gpu.driver}")
+    print(f"   python {platform.python_version()} on {platform.platform()}, wgpu-py {wgpu.__version__}")
+    for f in RELEVANT_FEATURES:
+        state = ("enabled" if gpu.has(f) else "disabled by PUFFGPU_DISABLE_FEATURES" if f in disabled_features()
+                 else "present, unused" if f in gpu.adapter_features else "absent")
+        print(f"   feature {f}: {state}")
+    print(f"   all adapter features: {', '.join(sorted(gpu.adapter_features))}")
+    for k in RELEVANT_LIMITS:
+        print(f"   limit {k}: {gpu.adapter.limits.get(k)}")
+    if gpu.has("subgroup"):
+        out = gpu.buffer(16, "probe")
+        plan = gpu.plan("subgroup size")
+        plan.add(gpu.kernel("matmul_subgroup.wgsl", "subgroup_size_probe"), 1, {}, y=out.range())
+        gpu.run(plan)
+        print(f"   subgroup size: {int(gpu.read(out)[0])} (measured in a 64-invocation workgroup)")
+    else:
+        print("   subgroup size: n/a (no subgroups: the portable kernels run)")
+    return gpu.describe()
+
+
+# ------------------------------------------------------------------------------------------------ goldens
+
+def report_goldens(gpu, verbose: bool):
+    """Every variant on every golden case; kernels the goldens leave to the tuner (policy, learner) use
+    the static default here, with a tuner of its own: nothing is timed or written to the user's cache."""
+    from trainer import tune
+    saved, env = gpu._tuner, os.environ.get("PUFFGPU_TUNE")
+    os.environ["PUFFGPU_TUNE"] = "0"
+    gpu._tuner = tune.Tuner(gpu)
+    gpu._tuner.path = Path(tempfile.gettempdir()) / "puffgpu-report-goldens-tune.json"  # never written: no timing
+    try:
+        return _report_goldens(gpu, verbose)
+    finally:
+        gpu._tuner = saved
+        if env is None:
+            os.environ.pop("PUFFGPU_TUNE", None)
+        else:
+            os.environ["PUFFGPU_TUNE"] = env
+
+
+def _report_goldens(gpu, verbose: bool):
+    import golden_runs as gr
+    from golden_check import TOLERANCES, case, rel_error
+    from trainer import ops
+    from trainer.policy import MINGRU_VARIANTS
+    groups = []  # (group label, thunk returning checks)
+    for v in ops.MATMUL_VARIANTS:
+        if ops.matmul_applicable(v, ops.MatmulShape("matmul_forward", 4, 4, 4, 1, True, True), gpu) is None:
+            groups += [(f"matmul[{v}] {n}", lambda n=n, v=v: gr.matmul_products(gpu, case("matmul", n), v))
+                       for n in gr.cases("matmul")]
+        else:
+            print(f"   matmul[{v}]: not run ({ops.matmul_applicable(v, ops.MatmulShape('matmul_forward', 4, 4, 4, 1, True, True), gpu)})")
+    for v in ops.SPLITK_VARIANTS:
+        groups += [(f"matmul split-K[{v}] {n}", lambda n=n, v=v: gr.matmul_products(gpu, case("matmul_splitk", n), v,
+                                                                                   gr.SPLITS))
+                   for n in gr.cases("matmul_splitk")]
+    for v in MINGRU_VARIANTS:
+        groups += [(f"mingru scan[{v}] {n}", lambda n=n, v=v: gr.mingru_scan(gpu, case("mingru", n), v))
+                   for n in gr.cases("mingru")]
+        groups += [(f"mingru step[{v}] {n}", lambda n=n, v=v: gr.mingru_steps(gpu, case("mingru", n), v))
+                   for n in gr.cases("mingru")]
+    for fam, fn in (("policy", gr.policy_case), ("advantage", gr.advantage_case), ("ppo", gr.ppo_case),
+                    ("muon", gr.muon_case), ("learner", gr.learner_case)):
+        groups += [(f"{fam} {n}", lambda n=n, fn=fn: fn(gpu, n)) for n in gr.cases(fam)]
+    passed = total = 0
+    per_kernel: dict[str, list] = {}
+    failures = []
+    for label, thunk in groups:
+        family = label.split(" ")[0] if not label.startswith("matmul split-K") else label.split(" ")[0] + " " + label.split(" ")[1]
+        try:
+            checks = thunk()
+        except Exception as e:  # noqa: BLE001
+            total += 1
+            failures.append(f"{label}: {type(e).__name__}: {e}")
+            per_kernel.setdefault(family, []).append((False, float("inf")))
+            continue
+        for name, got, want, tol_key in checks:
+            total += 1
+            err, idx = rel_error(got, np.asarray(want))
+            ok = err <= TOLERANCES[tol_key][0]
+            passed += ok
+            per_kernel.setdefault(family, []).append((ok, err))
+            if not ok:
+                failures.append(f"{label}: {name}: max relative error {err:.3e} > {TOLERANCES[tol_key][0]:.0e} "
+                                f"({tol_key}) at index {tuple(int(i) for i in idx)}")
+    for fam, results in per_kernel.items():
+        n_ok = sum(ok for ok, _ in results)
+        worst = max(e for _, e in results)
+        print(f"   {fam:34s} {n_ok:4d}/{len(results):<4d} {'pass' if n_ok == len(results) else 'FAIL'}   "
+              f"max error {worst:.2e}")
+    for f in failures[:40 if verbose else 15]:
+        print(f"   FAIL {f}")
+    if len(failures) > 15 and not verbose:
+        print(f"   ... {len(failures) - 15} more failures (--verbose lists them)")
+    print(f"goldens: {passed}/{total} passed")
+    return passed, total
+
+
+# ------------------------------------------------------------------------------------------------ tuner
+
+def report_tuner(gpu):
+    from trainer import tune
+    t = time.perf_counter()
+    setup = tune.default_setup(gpu)
+    print(f"   default plans built in {time.perf_counter() - t:.1f} s (tuning included)")
+    for row in gpu.tuner.table():
+        cands = sorted(row["candidates"].items(), key=lambda kv: -kv[1][1])
+        est = set(row.get("pruned") or [])
+        cells = " ".join(f"{c}{'~' if c in est else ''}:{g:.1f}" for c, (_, g) in cands)
+        print(f"   {row['key']:72s} {row['source'] or '':7s} -> {row['choice']:16s} {cells}")
+    print("   (GFLOP/s per candidate; ~ = not timed in full (a slice of its grid, or one run), "
+          "mingru figures count 2 flops per state update)")
+    print(f"   {gpu.tuner.summary()}")
+    return setup
+
+
+def report_learner(gpu, setup):
+    ro, learner = setup["rollout"], setup["learner"]
+    N, T = ro.N, ro.T
+    rng = np.random.default_rng(0)
+    gpu.upload(ro.obs, rng.random((N * T, ro.ldo), dtype=np.float32))
+    gpu.upload(ro.actions, rng.integers(0, 3, (N * T, 2)).astype(np.float32))
+    gpu.upload(ro.logprobs, np.full(N * T, -2.2, np.float32))
+    gpu.upload(ro.rewards, rng.standard_normal(N * T).astype(np.float32) * 0.1)
+    learner.run(0.01, minibatches=[0])  # warm-up
+    times = []
+    for _ in range(3):
+        t = time.perf_counter()
+        learner.run(0.01, minibatches=[0])
+        times.append(time.perf_counter() - t)
+    ms = min(times) * 1e3
+    print(f"learner: {ms:.1f} ms per minibatch of {learner.M} ({learner.dispatches_per_minibatch()} dispatches, "
+          f"readback included; best of 3)")
+    return ms
+
+
+def report_matmul(gpu):
+    from bench_kernels import bench_matmul
+    g = bench_matmul(gpu, "matmul_forward", 8192, 384, 128, None, 10)
+    print(f"matmul 8192x128x384 (the tuner's choice): {g:.1f} GFLOP/s")
+    return g
+
+
+def report_dispatch_shapes(gpu, setup):
+    from trainer import tune
+    print(f"   {tune.HEAVY_DEFINITION}")
+    rows = []
+    for label, plan in (("rollout_step", setup["step"].plans[1]), ("minibatch", setup["learner"].plans[0])):
+        rows += tune.dispatch_rows(label, plan)
+    lines = tune.format_dispatch_rows(rows, only_heavy=True)
+    print("   this adapter's choice (heavy and flagged dispatches):")
+    for line in lines:
+        print("   " + line)
+    flagged = sum(1 for r in rows if r["heavy"] and r["flags"])
+    print(f"   this adapter's choice: {len(rows)} dispatches, {sum(r['heavy'] for r in rows)} heavy, {flagged} flagged")
+    rule = []
+    for label, plan in tune.default_plans(gpu, gpu_rule=True):
+        rule += tune.dispatch_rows(label, plan)
+    rflag = [r for r in rule if r["heavy"] and r["flags"]]
+    print(f"   the static GPU rule: {len(rule)} dispatches, {sum(r['heavy'] for r in rule)} heavy, {len(rflag)} flagged")
+    for line in tune.format_dispatch_rows(rflag)[1:]:
+        print("   " + line)
+
+
+# ------------------------------------------------------------------------------------------------ training
+
+def report_training(seconds: float, adapter: str | None):
+    """Default platformer training, stopped (as by Ctrl-C) `seconds` after the loop starts; SPS over
+    the epochs after the first (which includes warm-up), or the first alone if it is the only one."""
+    from trainer import config
+    from trainer.run import train
+    cfg, _ = config.load("platformer", {})
+    with tempfile.TemporaryDirectory(prefix="puffgpu-report-") as tmp:
+        cfg["base"]["checkpoint_dir"] = f"{tmp}/checkpoints"
+        cfg["base"]["log_dir"] = f"{tmp}/logs"
+        cfg["base"]["checkpoint_interval"] = 10 ** 9
+        N, T = cfg["vec"]["total_agents"], cfg["train"]["horizon"]
+        cfg["train"]["total_timesteps"] = N * T * 100000  # stopped by time, not by steps
+        log_dir = Path(tmp) / "logs"
+        done = threading.Event()
+
+        def stopper():  # start the clock when the run writes its log header (setup done), then Ctrl-C it
+            t0 = time.time()
+            while not done.is_set() and not list(log_dir.rglob("*.jsonl")) and time.time() - t0 < 600:
+                time.sleep(0.2)
+            if not done.wait(seconds):
+                _thread.interrupt_main(signal.SIGINT)
+        thread = threading.Thread(target=stopper, daemon=True)
+        thread.start()
+        out = []
+
+        class Tee:
+            def write(self, s):
+                out.append(s)
+
+            def flush(self):
+                pass
+        old, sys.stdout = sys.stdout, Tee()
+        try:
+            res = train("platformer", cfg, adapter=adapter, live=False)
+        finally:
+            sys.stdout = old
+            done.set()
+        rows = [json.loads(line) for line in Path(res["log"]).read_text().splitlines()]
+    for line in "".join(out).splitlines():
+        if line.startswith(("kernels:", "epoch", "stopped", "done")):
+            print("   " + line[:160])
+    epochs = [r for r in rows if r["type"] == "epoch"]
+    if not epochs:
+        print("train: no epoch finished")
+        return 0.0
+    timed = epochs[1:] or epochs
+    sps = N * T * len(timed) / sum(e["epoch_seconds"] for e in timed)
+    last = epochs[-1]
+    perf = f"; perf {last['env/perf']:.3f}" if "env/perf" in last else ""
+    print(f"train: platformer {N} agents x {T}: {len(epochs)} epochs ({len(timed)} timed), {sps:,.0f} SPS"
+          f"{perf} at {last['global_step']:,} steps")
+    return sps
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--adapter", default=None, help="adapter name/backend substring (default: PUFFGPU_ADAPTER, "
+                    "else the best GPU)")
+    ap.add_argument("--train-seconds", type=float, default=60.0, help="seconds of platformer training (0: skip)")
+    ap.add_argument("--verbose", action="store_true", help="list every failing golden check")
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    from trainer.gpu import get_gpu
+    section("adapter")
+    gpu = guarded(get_gpu, args.adapter, True)
+    if gpu is None:
+        print("gpu report: no adapter: train platformer 0 SPS, matmul 8192x128x384 0.0 GFLOP/s, goldens 0/0")
+        return 1
+    adapter = guarded(report_adapter, gpu, default=gpu.describe())
+    section("goldens (every kernel variant)")
+    passed, total = guarded(report_goldens, gpu, args.verbose, default=(0, 0))
+    section("kernel choice (default platformer plans)")
+    setup = guarded(report_tuner, gpu)
+    section("learner")
+    if setup:
+        guarded(report_learner, gpu, setup)
+    gflops = guarded(report_matmul, gpu, default=0.0) or 0.0
+    section("dispatch shapes")
+    if setup:
+        guarded(report_dispatch_shapes, gpu, setup)
+    setup = None
+    sps = 0.0
+    if args.train_seconds > 0:
+        section(f"training (~{args.train_seconds:.0f} s of default platformer)")
+        sps = guarded(report_training, args.train_seconds, args.adapter, default=0.0) or 0.0
+    print(f"\nreport took {time.perf_counter() - t0:.0f} s")
+    print(f"gpu report: {adapter}: train platformer {sps:,.0f} SPS, matmul 8192x128x384 {gflops:.1f} GFLOP/s, "
+          f"goldens {passed}/{total}")
+    return 0 if passed == total else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
