@@ -116,6 +116,15 @@ def test_layouts_hold_only_the_bindings_an_entry_point_uses(gpu):
         ("matmul_splitk_reduce", {}))) <= 8
 
 
+def test_too_many_storage_bindings_is_a_clear_error(gpu, monkeypatch):
+    """ppo_loss binds 12 storage buffers (masks, Gaussian heads): an adapter allowing fewer gets an
+    error that names the kernel and both counts, not a wgpu validation failure."""
+    from trainer.gpu import GPUError, Kernel
+    monkeypatch.setitem(gpu.limits, "max-storage-buffers-per-shader-stage", 8)
+    with pytest.raises(GPUError, match=r"ppo.wgsl:ppo_loss.*binds 12 storage buffers.*allows 8"):
+        Kernel(gpu, "ppo.wgsl", "ppo_loss", {"WG": 64})
+
+
 def test_plan_records_dispatch_shapes(gpu):
     x = gpu.array(np.ones((64, 32), np.float32), "x")
     y = gpu.buffer(4 * 64 * 64, "y")

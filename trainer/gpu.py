@@ -279,6 +279,11 @@ class Kernel:
         # more storage bindings than an adapter allows per stage, no single entry point uses them all
         self.bindings = [(b, kind, name) for b, kind, name in sf.bindings if kind == "uniform" or name in self.used]
         self.workgroup_size = sf.workgroup_size(entry, self.constants)
+        storage = sum(kind != "uniform" for _, kind, _ in self.bindings)
+        limit = gpu.limits["max-storage-buffers-per-shader-stage"]
+        if storage > limit:
+            raise GPUError(f"{self.label} binds {storage} storage buffers but {gpu.describe()} allows {limit} per "
+                           f"shader stage; please report it with the output of tools/gpu_report.py")
         entries = []
         for b, kind, name in self.bindings:
             t = {"uniform": wgpu.BufferBindingType.uniform,
