@@ -2,6 +2,7 @@
 
     python tools/bench_train.py [--epochs 3] [--env platformer] [--section.key value ...]
     python tools/bench_train.py --env bandit --env.wait_us 50 --vec.num_threads 1 --buffers 1,2   # 1 vs 2 env buffers
+    python tools/bench_train.py --kernels "tuned;matmul=sg8,mingru=vec4"   # the tuner's choice vs pinned kernels
 
 Runs trainer.run's loop (rollout with the GPU policy, env stepping, minibatch updates) with logs
 and checkpoints in a temporary folder. The first epoch (pipeline compilation, warm-up) is not
@@ -12,9 +13,13 @@ process, and ends with a side-by-side line. bandit's [env] knobs make each env s
 busy CPU work (10000: ~23 µs), wait_us a sleep (50: ~145 µs with Linux's timer slack); the line
 `env cost` states what was measured. On lavapipe inference runs on the same CPU cores as the envs,
 so only an env cost that leaves the cores free (wait_us; on a real GPU, any env) can be hidden.
+--kernels runs the same config once per kernel choice (`;`-separated: `tuned` = the tuner's choice
+from the cache or by timing, anything else a PUFFGPU_KERNELS pin such as `matmul=sg8,mingru=vec4`,
+lavapipe's kernels before the tuner existed); repeat entries to alternate them against drift.
 """
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -23,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import envs  # noqa: E402
 from trainer import config  # noqa: E402
+from trainer.gpu import get_gpu  # noqa: E402
 from trainer.run import train  # noqa: E402
 
 
@@ -68,9 +74,14 @@ def main():
     ap.add_argument("--epochs", type=int, default=3, help="timed epochs (one more runs first as warm-up)")
     ap.add_argument("--adapter", default=None)
     ap.add_argument("--buffers", default=None, help="comma list of vec.num_buffers values to run side by side, e.g. 1,2")
+    ap.add_argument("--kernels", default=None, help="`;`-separated kernel choices to run side by side: `tuned` "
+                    "or a PUFFGPU_KERNELS pin, e.g. \"tuned;matmul=sg8,mingru=vec4\"")
     args, rest = ap.parse_known_args()
     flags = config.parse_flags(rest)
     cfg, _ = config.load(args.env, flags)
+    if args.kernels is not None:
+        bench_kernels(args, cfg)
+        return
     if args.buffers is None:
         bench(args.env, cfg, args.epochs, args.adapter)
         return
@@ -83,6 +94,28 @@ def main():
         results[b], adapter = bench(args.env, run_cfg, args.epochs, args.adapter)
     print(f"train {Path(args.env).stem} by num_buffers: "
           + ", ".join(f"{b}: {sps:,.0f} SPS" for b, sps in results.items()) + f" on {adapter}")
+
+
+def bench_kernels(args, cfg):
+    """One run per kernel choice, in this process; the tuner re-reads PUFFGPU_KERNELS between runs."""
+    choices = [c.strip() for c in args.kernels.split(";") if c.strip()]
+    tuner = get_gpu(args.adapter, quiet=True).tuner
+    results = []
+    for choice in choices:
+        if choice == "tuned":
+            os.environ.pop("PUFFGPU_KERNELS", None)
+        else:
+            os.environ["PUFFGPU_KERNELS"] = choice
+        tuner.reload()
+        print(f"--- kernels: {choice}", flush=True)
+        sps, adapter = bench(args.env, json.loads(json.dumps(cfg)), args.epochs, args.adapter)
+        results.append((choice, sps))
+    by = {}
+    for choice, sps in results:
+        by.setdefault(choice, []).append(sps)
+    print(f"train {Path(args.env).stem} by kernels: " + "; ".join(
+        f"{c}: " + ", ".join(f"{v:,.0f}" for v in vals) + (f" (mean {sum(vals) / len(vals):,.0f})" if len(vals) > 1 else "")
+        + " SPS" for c, vals in by.items()) + f" on {adapter}")
 
 
 if __name__ == "__main__":

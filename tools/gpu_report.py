@@ -14,12 +14,12 @@ Choose the adapter with PUFFGPU_ADAPTER or --adapter (a substring of its name, i
 """
 from __future__ import annotations
 
-import _thread
 import argparse
 import json
 import os
 import platform
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -231,45 +231,44 @@ def report_dispatch_shapes(gpu, setup):
 # ------------------------------------------------------------------------------------------------ training
 
 def report_training(seconds: float, adapter: str | None):
-    """Default platformer training, stopped (as by Ctrl-C) `seconds` after the loop starts; SPS over
-    the epochs after the first (which includes warm-up), or the first alone if it is the only one."""
+    """Default platformer training in a fresh `python -m trainer.run` process (so the figure is what a
+    user's run gets, not one slowed by this report's earlier work), stopped by Ctrl-C `seconds` after
+    it writes its log header; SPS over the epochs after the first (which includes warm-up), or the
+    first alone if it is the only one. The kernel choice comes from the cache the tuner section wrote."""
     from trainer import config
-    from trainer.run import train
     cfg, _ = config.load("platformer", {})
+    N, T = cfg["vec"]["total_agents"], cfg["train"]["horizon"]
+    root = Path(__file__).resolve().parent.parent
     with tempfile.TemporaryDirectory(prefix="puffgpu-report-") as tmp:
-        cfg["base"]["checkpoint_dir"] = f"{tmp}/checkpoints"
-        cfg["base"]["log_dir"] = f"{tmp}/logs"
-        cfg["base"]["checkpoint_interval"] = 10 ** 9
-        N, T = cfg["vec"]["total_agents"], cfg["train"]["horizon"]
-        cfg["train"]["total_timesteps"] = N * T * 100000  # stopped by time, not by steps
         log_dir = Path(tmp) / "logs"
-        done = threading.Event()
-
-        def stopper():  # start the clock when the run writes its log header (setup done), then Ctrl-C it
-            t0 = time.time()
-            while not done.is_set() and not list(log_dir.rglob("*.jsonl")) and time.time() - t0 < 600:
-                time.sleep(0.2)
-            if not done.wait(seconds):
-                _thread.interrupt_main(signal.SIGINT)
-        thread = threading.Thread(target=stopper, daemon=True)
-        thread.start()
-        out = []
-
-        class Tee:
-            def write(self, s):
-                out.append(s)
-
-            def flush(self):
-                pass
-        old, sys.stdout = sys.stdout, Tee()
+        cmd = [sys.executable, "-m", "trainer.run", "--env", "platformer", "--plain",
+               "--base.checkpoint_dir", f"{tmp}/checkpoints", "--base.log_dir", str(log_dir),
+               "--base.checkpoint_interval", str(10 ** 9),
+               "--train.total_timesteps", str(N * T * 100000)]  # stopped by time, not by steps
+        if adapter:
+            cmd += ["--adapter", adapter]
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
+        proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        out: list[str] = []
+        reader = threading.Thread(target=lambda: out.extend(proc.stdout), daemon=True)
+        reader.start()
+        t0 = time.time()  # start the clock when the run writes its log header (setup done), then Ctrl-C it
+        while proc.poll() is None and not list(log_dir.rglob("*.jsonl")) and time.time() - t0 < 600:
+            time.sleep(0.2)
         try:
-            res = train("platformer", cfg, adapter=adapter, live=False)
-        finally:
-            sys.stdout = old
-            done.set()
-        rows = [json.loads(line) for line in Path(res["log"]).read_text().splitlines()]
+            proc.wait(seconds)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(300)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        reader.join(10)
+        logs = list(log_dir.rglob("*.jsonl"))
+        rows = [json.loads(line) for line in logs[0].read_text().splitlines()] if logs else []
     for line in "".join(out).splitlines():
-        if line.startswith(("kernels:", "epoch", "stopped", "done")):
+        if line.startswith(("kernels:", "epoch", "stopped", "done", "error")):
             print("   " + line[:160])
     epochs = [r for r in rows if r["type"] == "epoch"]
     if not epochs:
