@@ -41,6 +41,8 @@ from pathlib import Path
 
 import cffi
 
+from .atomic import atomic_write
+
 ENVS_DIR = Path(__file__).resolve().parent
 OPT_FLAGS = ["-O3", "-fPIC", "-fopenmp", "-fno-strict-aliasing", "-Wno-unused-function"]
 STRICT_FLAGS = ["-Werror=implicit-function-declaration", "-Werror=int-conversion",
@@ -248,14 +250,6 @@ def _cached_module(stem, config_key):
     return so if manifest.get("module") and so.is_file() else None
 
 
-def _write_atomic(path, text):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
-
-
 # ---- readable build errors ------------------------------------------------------------------
 
 _DIAG = re.compile(r"^(?P<loc>[^\s:][^:]*:\d+(?::\d+)?): (?P<kind>fatal error|error|warning|note): (?P<msg>.*)$")
@@ -381,8 +375,8 @@ def _build(header, stem, config_key, cc, flags):
         os.replace(tmp_path, out_path)  # atomic: a concurrent loader sees no file or a whole one
     finally:
         tmp_path.unlink(missing_ok=True)
-    _write_atomic(_manifest_path(stem, config_key),
-                  json.dumps({"header": str(header), "module": out_path.name, "deps": digests}, indent=1))
+    atomic_write(_manifest_path(stem, config_key),
+                 json.dumps({"header": str(header), "module": out_path.name, "deps": digests}, indent=1))
     return out_path
 
 

@@ -28,13 +28,13 @@ File format (little-endian; the C writer and reader are ge_save/ge_load in goexp
 from __future__ import annotations
 
 import json
-import os
 import struct
-import sys
 import zlib
 from pathlib import Path
 
 import numpy as np
+
+from .atomic import atomic_write
 
 # vec_ge_info's figures, in order
 INFO_NAMES = ("cells", "progress", "goal_steps", "dropped", "pending_dropped", "improved", "syncs",
@@ -63,30 +63,6 @@ def check_config(config: dict):
 def archive_path(checkpoint: str | Path) -> Path:
     """The archive saved beside a checkpoint: <global_step:016d>.archive next to its .bin."""
     return Path(checkpoint).with_suffix(SUFFIX)
-
-
-def atomic_write(path: Path, data: bytes):
-    """Temp file in the same folder, fsync, rename: a crash leaves the old file or the new one."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    try:  # make the rename itself durable
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except OSError:
-        pass
 
 
 class GoExploreMixin:

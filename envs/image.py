@@ -9,6 +9,8 @@ import zlib
 
 import numpy as np
 
+from .atomic import atomic_write
+
 
 def _check_rgb(frame):
     frame = np.asarray(frame)
@@ -35,8 +37,7 @@ def encode_png(rgb):
 
 
 def write_png(path, rgb):
-    with open(path, "wb") as f:
-        f.write(encode_png(rgb))
+    atomic_write(path, encode_png(rgb))
 
 
 def _palette(frames):
@@ -137,5 +138,4 @@ def encode_gif(frames, fps=30, loop=True):
 
 
 def write_gif(path, frames, fps=30, loop=True):
-    with open(path, "wb") as f:
-        f.write(encode_gif(frames, fps=fps, loop=loop))
+    atomic_write(path, encode_gif(frames, fps=fps, loop=loop))

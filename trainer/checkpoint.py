@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import numpy as np
+
+from envs.atomic import atomic_write  # noqa: F401  (tools import it from here)
 
 from .policy import PolicySpec
 
@@ -40,30 +41,6 @@ def sidecar_path(bin_path: Path) -> Path:
 
 def momentum_path(bin_path: Path) -> Path:
     return Path(bin_path).with_suffix(".momentum.bin")
-
-
-def atomic_write(path: Path, data: bytes):
-    """Write `data` to `path` via a temp file in the same folder + fsync + rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    try:  # make the rename itself durable
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except OSError:
-        pass
 
 
 def _sha256(b: bytes) -> str:

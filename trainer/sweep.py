@@ -39,6 +39,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from envs.atomic import atomic_write
+
 from . import config as config_mod
 
 DISTRIBUTIONS = ("uniform", "int_uniform", "uniform_pow2", "log_normal", "logit_normal")
@@ -462,7 +464,7 @@ def resumable_asha(state_path: Path, **kw):
                                 recorded.update({k: v for k, v in rec.items() if k not in recorded})
             decision = super().on_trial_result(tune_controller, trial, result)
             state = [[(m, dict(rec)) for m, rec in b._rungs] for b in self._brackets]
-            write_atomic(Path(self._state_path), json.dumps(state))
+            atomic_write(Path(self._state_path), json.dumps(state))
             return decision
 
     return ResumableASHA(str(state_path), **kw)
@@ -604,13 +606,6 @@ def plot_sweep(sw: Sweep, rows: list[dict], out: Path):
     return out
 
 
-def write_atomic(path: Path, text: str):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(prog="python -m trainer.sweep", description=__doc__.split("\n")[0])
@@ -648,7 +643,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     summary = (f"sweep {name}: {len(rows)} trials of {sw.env_name}; {sw.metric} ({sw.settings['goal']}) at each "
                f"trial's end, best first\n\n{text}\n")
-    write_atomic(exp_dir / "summary.md", summary)
+    atomic_write(exp_dir / "summary.md", summary)
     png = plot_sweep(sw, rows, exp_dir / "sweep.png")
     print(summary)
     best = rows[0] if rows and not math.isnan(rows[0]["metric"]) else None

@@ -33,6 +33,8 @@ import sys
 import time
 from pathlib import Path
 
+from envs.atomic import atomic_write
+
 from . import ops
 from .gpu import SHADER_DIR, GPUError, Plan
 
@@ -161,7 +163,6 @@ class Tuner:
         disk = self._load()
         disk[key] = entry
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             merged = {}
             try:  # keep what another process wrote meanwhile
                 other = json.loads(self.path.read_text())
@@ -171,9 +172,7 @@ class Tuner:
                 pass
             merged.update(disk)
             data = {"schema": SCHEMA, "kernels": self.version, "adapter": self.identity, "entries": merged}
-            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-            os.replace(tmp, self.path)
+            atomic_write(self.path, json.dumps(data, indent=1, sort_keys=True))
         except OSError as e:
             self._warn(f"could not write the kernel tuning cache {self.path}: {e}")
 
