@@ -1,5 +1,4 @@
 """Checkpoints: PufferLib size and layout, bit-exact round trip through the GPU, clear refusals, atomic writes."""
-import json
 import os
 import subprocess
 import sys

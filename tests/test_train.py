@@ -1,6 +1,5 @@
 """End-to-end smoke runs of the trainer: loop, logs, checkpoints, resume, Ctrl-C, SIGKILL, NaN, eval."""
 import json
-import os
 import signal
 import subprocess
 import sys

@@ -70,11 +70,6 @@ class ConfigError(ValueError):
     pass
 
 
-def is_sweep_section(section: str) -> bool:
-    """[sweep] and [sweep.*] configure trainer.sweep, which reads them itself; training ignores them."""
-    return section == "sweep" or section.startswith("sweep.")
-
-
 def read_described_ini(path: Path) -> tuple[dict, dict]:
     """({section: {key: value}}, {(section, key): description}) — a key's description is the
     comment line(s) right above it."""

@@ -426,7 +426,7 @@ class RolloutStep:
         N = rollout.N - row0 if rows is None else rows
         if row0 < 0 or N < 1 or row0 + N > rollout.N:
             raise GPUError(f"RolloutStep rows [{row0}, {row0 + N}) outside the rollout's {rollout.N} agents")
-        T, H, L, D = rollout.T, spec.hidden, spec.layers, spec.obs_size
+        H, L, D = spec.hidden, spec.layers, spec.obs_size
         self.N, self.row0 = N, row0
         self.obs_step = gpu.buffer(4 * N * D, "step.obs")
         self.rewards_step = gpu.buffer(4 * N, "step.rewards")

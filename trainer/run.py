@@ -25,8 +25,6 @@ from pathlib import Path
 # (lavapipe), spinning OpenMP threads would steal the cores the kernels need.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import numpy as np  # noqa: E402
-
 import envs  # noqa: E402
 from envs import goexplore  # noqa: E402
 
