@@ -10,9 +10,10 @@ import numpy as np
 
 from golden_check import case, golden, meta
 from trainer import ops
-from trainer.learner import STATS, Learner, LearnerConfig, Muon, compute_advantage, ppo_loss, reduce_stats
+from trainer.learner import (STATS, Learner, LearnerConfig, Muon, compute_advantage, ppo_loss, reduce_logstd_grad,
+                             reduce_stats)
 from trainer.policy import (Activations, Policy, PolicySpec, Rollout, ceil4, flatten, mingru_scan_backward,
-                            mingru_scan_forward, mingru_step, policy_backward, policy_forward, unflatten)
+                            mingru_scan_forward, mingru_step, pack_mask, policy_backward, policy_forward, unflatten)
 
 SPLITS = (2, 3, 16)  # split-K checks: chunk edges of the matmul_splitk goldens (see make_golden.py)
 
@@ -100,9 +101,9 @@ def mingru_steps(gpu, g: dict, variant: str):
             (f"{label} snapshot", gpu.read(snapshot).reshape(R, H), want0, "mingru")]
 
 
-def policy_case(gpu, name: str):
+def policy_case(gpu, name: str, family: str = "policy"):
     """Full policy forward and backward (the tuner's kernel choice) against the `policy` goldens."""
-    g, m = case("policy", name), meta("policy", name)
+    g, m = case(family, name), meta(family, name)
     R, T, D = g["obs"].shape
     L, _, H = g["h0"].shape
     spec = PolicySpec(obs_size=D, hidden=H, layers=L, act_sizes=tuple(m["act_sizes"]))
@@ -129,58 +130,99 @@ def policy_case(gpu, name: str):
     return checks
 
 
-def _cfg(m):
+def learner_config(m: dict) -> LearnerConfig:
+    """The LearnerConfig a golden case was made with (its meta holds the fields it sets)."""
     return LearnerConfig(**{k: m[k] for k in LearnerConfig.__dataclass_fields__ if k in m})
 
 
-def advantage_case(gpu, name: str):
-    g, m = case("advantage", name), meta("advantage", name)
-    R, T, heads = m["R"], m["T"], tuple(m["act_sizes"])
-    spec = PolicySpec(obs_size=1, hidden=8, layers=1, act_sizes=heads)
+def head_spec(heads) -> PolicySpec:
+    """The small policy shape of the per-element goldens (advantage, ppo, sample): only the heads matter."""
+    return PolicySpec(obs_size=1, hidden=8, layers=1, act_sizes=tuple(heads))
+
+
+def _head_inputs(gpu, g: dict, spec: PolicySpec):
+    """A case's action mask and logstd as GPU ranges, or None where its heads have none
+    (the `*_heads` families have them; the plain families run the mask-free path)."""
+    mask = gpu.array(pack_mask(g["mask"], spec), "mask").range() if "mask" in g else None
+    logstd = gpu.array(g["logstd"].reshape(-1), "logstd").range() if spec.Kc else None
+    return mask, logstd
+
+
+def advantage_case(gpu, name: str, family: str = "advantage"):
+    """GAE / V-trace advantages and returns (masked and Gaussian heads in `advantage_heads`)."""
+    g, m = case(family, name), meta(family, name)
+    R, T, spec = m["R"], m["T"], head_spec(m["act_sizes"])
     ldo = ceil4(spec.out)
     b = {k: gpu.array(g[k], k) for k in ("actions", "logprobs", "rewards", "terminals")}
     out = gpu.array(pad_rows(g["out"], ldo), "out")
-    sizes = gpu.array(np.array(heads, np.uint32), "act_sizes")
+    sizes = gpu.array(np.array(spec.act_sizes, np.uint32), "act_sizes")
+    mask, logstd = _head_inputs(gpu, g, spec)
     adv, ret = gpu.buffer(4 * R * T, "adv"), gpu.buffer(4 * R * T, "ret")
     plan = gpu.plan(name)
     compute_advantage(plan, out=out.range(), ldo=ldo, actions=b["actions"].range(), logprobs=b["logprobs"].range(),
                       rewards=b["rewards"].range(), terminals=b["terminals"].range(), act_sizes=sizes.range(),
-                      advantages=adv.range(), returns=ret.range(), R=R, T=T, spec=spec, cfg=_cfg(m))
+                      advantages=adv.range(), returns=ret.range(), R=R, T=T, spec=spec, cfg=learner_config(m),
+                      logstd=logstd, mask=mask)
     gpu.run(plan)
-    label = f"compute_advantage {name} R={R} T={T}"
+    label = f"compute_advantage {name} R={R} T={T} vtrace={m['vtrace']} heads {list(spec.act_sizes)}"
     return [(f"{label} advantages", gpu.read(adv), g["advantages"].reshape(-1), "advantage"),
             (f"{label} returns", gpu.read(ret), g["returns"].reshape(-1), "advantage")]
 
 
-def ppo_case(gpu, name: str):
-    g, m = case("ppo", name), meta("ppo", name)
-    M, heads = m["M"], tuple(m["act_sizes"])
-    spec = PolicySpec(obs_size=1, hidden=8, layers=1, act_sizes=heads)
+def ppo_case(gpu, name: str, family: str = "ppo"):
+    """The fused PPO loss gradient, its stats and (Gaussian heads) the summed dlogstd. Structural
+    failures (a padding column written, a masked logit with a gradient) raise AssertionError."""
+    g, m = case(family, name), meta(family, name)
+    M, spec = m["M"], head_spec(m["act_sizes"])
     ldo = ceil4(spec.out)
     b = {k: gpu.array(g[k], k) for k in ("actions", "logprobs", "values", "advantages", "returns")}
     out = gpu.array(pad_rows(g["out"], ldo), "out")
-    sizes = gpu.array(np.array(heads, np.uint32), "act_sizes")
-    dout = gpu.array(np.full((M, ldo), np.nan, np.float32), "dout")
-    stats, logs = gpu.buffer(4 * M * len(STATS), "stats"), gpu.buffer(4 * len(STATS), "logs")
+    sizes = gpu.array(np.array(spec.act_sizes, np.uint32), "act_sizes")
+    mask, logstd = _head_inputs(gpu, g, spec)
+    dout = gpu.array(np.full((M, ldo), np.nan, np.float32), "dout")  # every element must be written
+    rows = gpu.array(np.full(M * spec.Kc, np.nan, np.float32), "dlogstd_rows") if spec.Kc else None
+    dlogstd = gpu.buffer(4 * max(1, spec.Kc), "dlogstd")
+    # two stat slots, written to slot 1: the reduction must address its slot
+    stats, logs = gpu.buffer(4 * M * len(STATS), "stats"), gpu.buffer(4 * 2 * len(STATS), "logs")
     plan = gpu.plan(name)
     ppo_loss(plan, out=out.range(), ldo=ldo, actions=b["actions"].range(), logprobs=b["logprobs"].range(),
              values=b["values"].range(), advantages=b["advantages"].range(), returns=b["returns"].range(),
-             act_sizes=sizes.range(), dout=dout.range(), stats=stats.range(), M=M, spec=spec, cfg=_cfg(m))
-    reduce_stats(plan, stats=stats.range(), logs=logs.range(), slot=0, M=M)
+             act_sizes=sizes.range(), dout=dout.range(), stats=stats.range(), M=M, spec=spec, cfg=learner_config(m),
+             logstd=logstd, mask=mask, dlogstd_rows=rows.range() if rows else None)
+    reduce_stats(plan, stats=stats.range(), logs=logs.range(), slot=1, M=M)
+    if spec.Kc:
+        reduce_logstd_grad(plan, dlogstd_rows=rows.range(), dlogstd=dlogstd.range(), M=M, Kc=spec.Kc)
     gpu.run(plan)
-    d = gpu.read(dout).reshape(M, ldo)[:, :spec.out]
-    got = gpu.read(logs)
-    return [(f"ppo_loss {name} M={M} dout", d, g["dout"], "ppo")] + [
-        (f"reduce_stats {name} {k}", got[i:i + 1], g["stats"][i:i + 1], "ppo_stats") for i, k in enumerate(STATS)]
+    label = f"ppo_loss {name} M={M} heads {list(spec.act_sizes)}"
+    d = gpu.read(dout).reshape(M, ldo)
+    if not np.all(d[:, spec.out:] == 0):
+        raise AssertionError(f"{label}: padding columns of dout must be zero")
+    if "mask" in g:  # an illegal logit was replaced by a constant: exactly no gradient
+        cols = np.flatnonzero(np.array([s for s in spec.act_sizes for _ in range(s)]) >= 2)
+        if not np.all(d[:, cols][g["mask"][:, cols] == 0] == 0):
+            raise AssertionError(f"{label}: a masked-out logit got a gradient")
+    checks = [(f"{label} dout", d[:, :spec.out], g["dout"], "ppo")]
+    per = gpu.read(stats).reshape(M, len(STATS))
+    if "entropy" in g:
+        checks.append((f"{label} entropy per element", per[:, 2], g["entropy"], "ppo"))
+    if "logp" in g:
+        checks.append((f"{label} logp per element", g["logprobs"] - per[:, 4], g["logp"], "ppo"))
+    got = gpu.read(logs).reshape(2, len(STATS))[1]
+    checks += [(f"reduce_stats {name} {k}", got[i:i + 1], g["stats"][i:i + 1], "ppo_stats")
+               for i, k in enumerate(STATS)]
+    if spec.Kc:
+        checks.append((f"{label} dlogstd", gpu.read(dlogstd)[:spec.Kc], g["dlogstd"].reshape(-1), "ppo_logstd"))
+    return checks
 
 
-def muon_case(gpu, name: str):
-    g, m = case("muon", name), meta("muon", name)
+def muon_case(gpu, name: str, family: str = "muon"):
+    """One Muon step (grad-norm clip, Nesterov momentum, Newton–Schulz, update) from golden state."""
+    g, m = case(family, name), meta(family, name)
     spec = PolicySpec(obs_size=m["D"], hidden=m["H"], layers=m["L"], act_sizes=tuple(m["act_sizes"]))
     flat = lambda prefix: flatten(spec, {t.name: g[f"{prefix}.{t.name}"] for t in spec.tensors})  # noqa: E731
     w0 = flat("w")
     weights, grads = gpu.array(w0, "weights"), gpu.array(flat("grad"), "grads")
-    muon = Muon(gpu, spec, _cfg(m))
+    muon = Muon(gpu, spec, learner_config(m))
     muon.reset_momentum(flat("momentum"))
     muon.set_lr(m["lr"])
     scalars = gpu.buffer(16, "scalars")
@@ -193,12 +235,17 @@ def muon_case(gpu, name: str):
         want = g[f"new_w.{t.name}"]
         checks += [(f"muon {name} {t.name} new weights", new[t.name], want, "muon"),
                    (f"muon {name} {t.name} update", new[t.name] - w0t[t.name], want - w0t[t.name], "muon_step")]
+    if f"new_momentum.{spec.tensors[0].name}" in g:
+        mom = unflatten(spec, muon.read_momentum())
+        checks += [(f"muon {name} {t.name} momentum", mom[t.name], g[f"new_momentum.{t.name}"], "muon")
+                   for t in spec.tensors]
     return checks
 
 
-def learner_case(gpu, name: str):
-    """Consecutive minibatch updates (each sees the last one's weights) against the torch reference."""
-    g, m = case("learner", name), meta("learner", name)
+def learner_setup(gpu, name: str, family: str = "learner", masks: bool = True):
+    """A Learner over a golden case's rollout (and its mask, if it has one), before any update:
+    (golden, meta, spec, policy, learner)."""
+    g, m = case(family, name), meta(family, name)
     spec = PolicySpec(obs_size=m["D"], hidden=m["H"], layers=m["L"], act_sizes=tuple(m["act_sizes"]))
     N, T, R = m["N"], m["T"], m["R"]
     policy = Policy(gpu, spec, flatten(spec, {t.name: g[f"w0.{t.name}"] for t in spec.tensors}))
@@ -207,18 +254,35 @@ def learner_case(gpu, name: str):
     gpu.upload(ro.initial_state, g["h0"])
     for k in ("terminals", "actions", "logprobs", "values", "rewards"):
         gpu.upload(getattr(ro, k), g[k])
-    learner = Learner(policy, ro, minibatch_size=R * T, cfg=_cfg(m))
+    if "mask" in g:
+        gpu.upload(ro.mask, pack_mask(g["mask"], spec))
+    learner = Learner(policy, ro, minibatch_size=R * T, cfg=learner_config(m), masks=masks)
+    return g, m, spec, policy, learner
+
+
+def learner_case(gpu, name: str, family: str = "learner"):
+    """Consecutive minibatch updates (each sees the last one's weights) against the torch reference:
+    weights, their change, Muon's momentum and the logged stats after every update. Where the
+    reference clipped the global grad norm, the GPU's norm must exceed max_grad_norm too."""
+    g, m, spec, policy, learner = learner_setup(gpu, name, family)
+    if learner.num_minibatches != m["minibatches"]:
+        raise AssertionError(f"learner {name}: {learner.num_minibatches} minibatches, golden has {m['minibatches']}")
     checks = []
     prev = unflatten(spec, policy.read_weights())
     for mb in range(m["minibatches"]):
         res = learner.run(m["lr"], minibatches=[mb])
         w = unflatten(spec, policy.read_weights())
+        mom = unflatten(spec, learner.muon.read_momentum())
         label = f"learner {name} after update {mb + 1}"
         for t in spec.tensors:
             want = g[f"w{mb + 1}.{t.name}"]
             checks += [(f"{label} {t.name}", w[t.name], want, "learner"),
-                       (f"{label} {t.name} change", w[t.name] - prev[t.name], want - prev[t.name], "learner_step")]
+                       (f"{label} {t.name} change", w[t.name] - prev[t.name], want - prev[t.name], "learner_step"),
+                       (f"{label} {t.name} momentum", mom[t.name], g[f"momentum{mb + 1}.{t.name}"], "learner_step")]
         checks += [(f"{label} stat {k}", res["per_minibatch"][0, i:i + 1], g["stats"][mb, i:i + 1], "learner_stats")
                    for i, k in enumerate(STATS + ("grad_norm",))]
+        if "clip" in m and m["clip"][mb] < 1.0 and not res["grad_norm"] > m["max_grad_norm"]:
+            raise AssertionError(f"{label}: the reference clipped the gradient, the GPU's grad norm "
+                                 f"{res['grad_norm']:.4g} <= max_grad_norm {m['max_grad_norm']}")
         prev = w
     return checks

@@ -4,9 +4,10 @@ import math
 import numpy as np
 import pytest
 
-from golden_check import assert_close, case, golden
-from trainer.policy import (Activations, Policy, PolicySpec, Rollout, RolloutStep, ceil4, flatten, init_weights,
-                            policy_backward, policy_forward, unflatten)
+import golden_runs as gr
+from golden_check import assert_close
+from trainer.policy import (Activations, Policy, PolicySpec, Rollout, RolloutStep, flatten, init_weights,
+                            policy_forward, unflatten)
 
 PLATFORMER = PolicySpec(obs_size=413, hidden=128, layers=4, act_sizes=(3, 3))
 
@@ -40,42 +41,11 @@ def test_init_bounds_and_seed():
     assert np.array_equal(flatten(PLATFORMER, w), flat)
 
 
-def _pad_rows(a, ld):
-    out = np.zeros((a.shape[0], ld), np.float32)
-    out[:, :a.shape[1]] = a
-    return out
-
-
-@pytest.mark.parametrize("name", sorted({k.split("/")[0] for k in golden("policy")}))
+@pytest.mark.parametrize("name", gr.cases("policy"))
 def test_policy_forward_backward_golden(gpu, name):
-    g = case("policy", name)
-    R, T, D = g["obs"].shape
-    L, _, H = g["h0"].shape
-    heads = tuple(int(v) for v in __import__("json").loads(
-        __import__("safetensors").safe_open(str(__import__("golden_check").GOLDEN_DIR / "policy.safetensors"),
-                                            "np").metadata()["cases"])[name]["act_sizes"])
-    spec = PolicySpec(obs_size=D, hidden=H, layers=L, act_sizes=heads)
-    weights = flatten(spec, {k[2:]: v for k, v in g.items() if k.startswith("w.")})
-    policy = Policy(gpu, spec, weights)
-    act = Activations(gpu, spec, R, T)
-    M, ldo_obs = R * T, ceil4(D)
-    obs = gpu.array(_pad_rows(g["obs"].reshape(M, D), ldo_obs), "obs")
-    term = gpu.array(g["terminals"], "terminals")
-    h0 = gpu.array(g["h0"], "h0")
-    h0r = [h0.f32(l * R * H, R * H) for l in range(L)]
-    gpu.upload(act.dout, _pad_rows(g["dout"].reshape(M, spec.out), act.ldo))
-    dobs = gpu.buffer(4 * M * D, "dobs")
-    plan = gpu.plan(f"policy {name}")
-    policy_forward(plan, policy, act, obs.range(), ldo_obs, term.range(), h0r)
-    policy_backward(plan, policy, act, obs.range(), ldo_obs, term.range(), h0r, dobs=dobs.range())
-    gpu.run(plan)
-    label = f"{name} D={D} H={H} L={L} R={R} T={T}"
-    out = gpu.read(act.out).reshape(M, act.ldo)[:, :spec.out]
-    assert_close(f"policy_forward out {label}", out, g["out"].reshape(M, spec.out), "policy")
-    grads = unflatten(spec, gpu.read(policy.grads))
-    for t in spec.tensors:
-        assert_close(f"policy_backward d{t.name} {label}", grads[t.name], g[f"dw.{t.name}"], "policy_grad")
-    assert_close(f"policy_backward dobs {label}", gpu.read(dobs), g["dobs"].reshape(M, D), "policy_grad")
+    """Forward output, every weight gradient and d obs, with resets mid-horizon and a nonzero h0."""
+    for check in gr.policy_case(gpu, name):
+        assert_close(*check)
 
 
 def _log_softmax(x):
