@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from envs.atomic import atomic_write  # noqa: F401  (tools import it from here)
+from envs.atomic import atomic_write
 
 from .policy import PolicySpec
 
