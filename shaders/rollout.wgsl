@@ -1,20 +1,20 @@
 // rollout.wgsl — store one step of env data into the agent-major rollout buffers.
 //
-//   obs[n·T + t, 0:D] = obs_step[n, 0:D];  obs[n·T + t, D:ldo] = 0 (row padding for vec4 loads)
+//   obs[n·T + t, 0:D] = obs_step[n, 0:D];  obs[n·T + t, D:obs_stride] = 0 (row padding for vec4 loads)
 //   rewards[n·T + t] = rewards_step[n];    terminals[n·T + t] = terminals_step[n]
 //   mask[n·T + t, 0:W] = mask_step[n, 0:W] (when masked = 1: the action mask, one bit per decoder column)
 //   (r_t, d_t beside o_t are the outcome of action a_{t−1}, as PufferLib stores them.)
 //
 // Shapes: obs_step [N, D], rewards_step/terminals_step [N], mask_step [N, W] u32, globals [4] u32 =
-//   (t, step, seed, flags), obs [N·T, ldo], rewards/terminals [N·T], mask [N·T, W] u32. N here is the
+//   (t, step, seed, flags), obs [N·T, obs_stride], rewards/terminals [N·T], mask [N·T, W] u32. N here is the
 //   agents of one dispatch (a chunk that fits the adapter's binding size); agent0 is the chunk's
 //   first agent in the step arrays.
 // Bindings: obs_step, rewards_step, terminals_step, mask_step, globals (reads); obs, rewards, terminals,
 //   mask; Params.
-// Dispatch: one invocation per (column, agent): grid (ceil(max(ldo, W)/WG), N).
+// Dispatch: one invocation per (column, agent): grid (ceil(max(obs_stride, W)/WG), N).
 
 struct Params {
-    N: u32, D: u32, T: u32, ldo: u32, agent0: u32, W: u32, masked: u32,
+    N: u32, D: u32, T: u32, obs_stride: u32, agent0: u32, W: u32, masked: u32,
     obs_step_off: u32, rewards_step_off: u32, terminals_step_off: u32, mask_step_off: u32, globals_off: u32,
     obs_off: u32, rewards_off: u32, terminals_off: u32, mask_off: u32,
 }
@@ -39,10 +39,10 @@ fn rollout_store(@builtin(global_invocation_id) gid: vec3<u32>) {
     let t = globals[p.globals_off];
     let src = p.agent0 + n;
     let dst = n * p.T + t;
-    if (col < p.ldo) {
+    if (col < p.obs_stride) {
         var v = 0.0;
         if (col < p.D) { v = obs_step[p.obs_step_off + src * p.D + col]; }
-        obs[p.obs_off + dst * p.ldo + col] = v;
+        obs[p.obs_off + dst * p.obs_stride + col] = v;
     }
     if (col == 0u) {
         rewards[p.rewards_off + dst] = rewards_step[p.rewards_step_off + src];

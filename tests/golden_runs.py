@@ -9,11 +9,15 @@ from __future__ import annotations
 import numpy as np
 
 from golden_check import case, golden, meta
-from trainer import ops
-from trainer.learner import (STATS, Learner, LearnerConfig, Muon, compute_advantage, ppo_loss, reduce_logstd_grad,
-                             reduce_stats)
-from trainer.policy import (Activations, Policy, PolicySpec, Rollout, ceil4, flatten, mingru_scan_backward,
-                            mingru_scan_forward, mingru_step, pack_mask, policy_backward, policy_forward, unflatten)
+from trainer.kernels import matmul
+from trainer.kernels import Choice
+from trainer.kernels.advantage import compute_advantage
+from trainer.kernels.mingru import mingru_scan_backward, mingru_scan_forward, mingru_step
+from trainer.kernels.ppo import ppo_loss, reduce_logstd_grad, reduce_stats
+from trainer.learner import Learner, LearnerConfig, Muon
+from trainer.metrics import STATS
+from trainer.policy import Activations, Policy, Rollout, policy_backward, policy_forward
+from trainer.spec import PolicySpec, ceil4, flatten, pack_mask, unflatten
 
 SPLITS = (2, 3, 16)  # split-K checks: chunk edges of the matmul_splitk goldens (see make_golden.py)
 
@@ -34,26 +38,26 @@ def matmul_products(gpu, c: dict, variant: str, splits=(1,)):
     x, w, dout = c["x"], c["w"], c["dout"]
     M, K = x.shape
     N = w.shape[0]
-    vec = variant.endswith("_vec4")
+    vec = matmul.BY_NAME[variant].layout is not None  # vec4 loads
     # vec4 needs rows holding whole vec4s: pad the operands' row strides (as puffgpu pads obs rows)
     ldk = ceil4(K) if vec else K
     ldn = ceil4(N) if vec else N
     # matmul_forward_sg8_vec4 needs K % 4 == 0 (the encoder's D = 413 runs sg8); tile*_vec4 masks the tail
-    forward = not (variant == "sg8_vec4" and K % 4)
+    forward = not (matmul.BY_NAME[variant].layout == "sg_vec4" and K % 4)
     xb, wb, db = gpu.array(pad_rows(x, ldk), "x"), gpu.array(pad_rows(w, ldk), "w"), gpu.array(pad_rows(dout, ldn), "dout")
     plan = gpu.plan(f"matmul {variant}")
     out = []
     shape = f"M={M} K={K} N={N}"
     for s in splits:
         kw = dict(variant=variant, splits=s)
-        tag = f"[{ops.format_choice(variant, s)}]"
+        tag = f"[{Choice(matmul.BY_NAME[variant], s)}]"
         if forward:
             yb = gpu.buffer(4 * M * N, "y")
-            ops.matmul_forward(plan, xb.range(), wb.range(), yb.range(), M, N, K, ldx=ldk, ldw=ldk, **kw)
+            matmul.matmul_forward(plan, xb.range(), wb.range(), yb.range(), M, N, K, ldx=ldk, ldw=ldk, **kw)
             out.append((f"matmul_forward{tag} {shape}", yb, c["y"]))
         dxb, dwb = gpu.buffer(4 * M * K, "dx"), gpu.buffer(4 * N * K, "dw")
-        ops.matmul_backward_input(plan, db.range(), wb.range(), dxb.range(), M, K, N, lddy=ldn, ldw=ldk, **kw)
-        ops.matmul_backward_weight(plan, db.range(), xb.range(), dwb.range(), N, K, M, lddy=ldn, ldx=ldk, **kw)
+        matmul.matmul_backward_input(plan, db.range(), wb.range(), dxb.range(), M, K, N, lddy=ldn, ldw=ldk, **kw)
+        matmul.matmul_backward_weight(plan, db.range(), xb.range(), dwb.range(), N, K, M, lddy=ldn, ldx=ldk, **kw)
         out += [(f"matmul_backward_input{tag} {shape}", dxb, c["dx"]),
                 (f"matmul_backward_weight{tag} {shape}", dwb, c["dw"])]
     gpu.run(plan)
@@ -109,19 +113,19 @@ def policy_case(gpu, name: str, family: str = "policy"):
     spec = PolicySpec(obs_size=D, hidden=H, layers=L, act_sizes=tuple(m["act_sizes"]))
     policy = Policy(gpu, spec, flatten(spec, {k[2:]: v for k, v in g.items() if k.startswith("w.")}))
     act = Activations(gpu, spec, R, T)
-    M, ldo_obs = R * T, ceil4(D)
-    obs = gpu.array(pad_rows(g["obs"].reshape(M, D), ldo_obs), "obs")
+    M, obs_stride = R * T, ceil4(D)
+    obs = gpu.array(pad_rows(g["obs"].reshape(M, D), obs_stride), "obs")
     term = gpu.array(g["terminals"], "terminals")
     h0 = gpu.array(g["h0"], "h0")
     h0r = [h0.f32(l * R * H, R * H) for l in range(L)]
-    gpu.upload(act.dout, pad_rows(g["dout"].reshape(M, spec.out), act.ldo))
+    gpu.upload(act.dout, pad_rows(g["dout"].reshape(M, spec.out), act.out_stride))
     dobs = gpu.buffer(4 * M * D, "dobs")
     plan = gpu.plan(f"policy {name}")
-    policy_forward(plan, policy, act, obs.range(), ldo_obs, term.range(), h0r)
-    policy_backward(plan, policy, act, obs.range(), ldo_obs, term.range(), h0r, dobs=dobs.range())
+    policy_forward(plan, policy, act, obs.range(), obs_stride, term.range(), h0r)
+    policy_backward(plan, policy, act, obs.range(), obs_stride, term.range(), h0r, dobs=dobs.range())
     gpu.run(plan)
     label = f"{name} D={D} H={H} L={L} R={R} T={T}"
-    out = gpu.read(act.out).reshape(M, act.ldo)[:, :spec.out]
+    out = gpu.read(act.out).reshape(M, act.out_stride)[:, :spec.out]
     checks = [(f"policy_forward out {label}", out, g["out"].reshape(M, spec.out), "policy")]
     grads = unflatten(spec, gpu.read(policy.grads))
     checks += [(f"policy_backward d{t.name} {label}", grads[t.name], g[f"dw.{t.name}"], "policy_grad")
@@ -152,14 +156,14 @@ def advantage_case(gpu, name: str, family: str = "advantage"):
     """GAE / V-trace advantages and returns (masked and Gaussian heads in `advantage_heads`)."""
     g, m = case(family, name), meta(family, name)
     R, T, spec = m["R"], m["T"], head_spec(m["act_sizes"])
-    ldo = ceil4(spec.out)
+    out_stride = ceil4(spec.out)
     b = {k: gpu.array(g[k], k) for k in ("actions", "logprobs", "rewards", "terminals")}
-    out = gpu.array(pad_rows(g["out"], ldo), "out")
+    out = gpu.array(pad_rows(g["out"], out_stride), "out")
     sizes = gpu.array(np.array(spec.act_sizes, np.uint32), "act_sizes")
     mask, logstd = _head_inputs(gpu, g, spec)
     adv, ret = gpu.buffer(4 * R * T, "adv"), gpu.buffer(4 * R * T, "ret")
     plan = gpu.plan(name)
-    compute_advantage(plan, out=out.range(), ldo=ldo, actions=b["actions"].range(), logprobs=b["logprobs"].range(),
+    compute_advantage(plan, out=out.range(), out_stride=out_stride, actions=b["actions"].range(), logprobs=b["logprobs"].range(),
                       rewards=b["rewards"].range(), terminals=b["terminals"].range(), act_sizes=sizes.range(),
                       advantages=adv.range(), returns=ret.range(), R=R, T=T, spec=spec, cfg=learner_config(m),
                       logstd=logstd, mask=mask)
@@ -174,18 +178,18 @@ def ppo_case(gpu, name: str, family: str = "ppo"):
     failures (a padding column written, a masked logit with a gradient) raise AssertionError."""
     g, m = case(family, name), meta(family, name)
     M, spec = m["M"], head_spec(m["act_sizes"])
-    ldo = ceil4(spec.out)
+    out_stride = ceil4(spec.out)
     b = {k: gpu.array(g[k], k) for k in ("actions", "logprobs", "values", "advantages", "returns")}
-    out = gpu.array(pad_rows(g["out"], ldo), "out")
+    out = gpu.array(pad_rows(g["out"], out_stride), "out")
     sizes = gpu.array(np.array(spec.act_sizes, np.uint32), "act_sizes")
     mask, logstd = _head_inputs(gpu, g, spec)
-    dout = gpu.array(np.full((M, ldo), np.nan, np.float32), "dout")  # every element must be written
+    dout = gpu.array(np.full((M, out_stride), np.nan, np.float32), "dout")  # every element must be written
     rows = gpu.array(np.full(M * spec.Kc, np.nan, np.float32), "dlogstd_rows") if spec.Kc else None
     dlogstd = gpu.buffer(4 * max(1, spec.Kc), "dlogstd")
     # two stat slots, written to slot 1: the reduction must address its slot
     stats, logs = gpu.buffer(4 * M * len(STATS), "stats"), gpu.buffer(4 * 2 * len(STATS), "logs")
     plan = gpu.plan(name)
-    ppo_loss(plan, out=out.range(), ldo=ldo, actions=b["actions"].range(), logprobs=b["logprobs"].range(),
+    ppo_loss(plan, out=out.range(), out_stride=out_stride, actions=b["actions"].range(), logprobs=b["logprobs"].range(),
              values=b["values"].range(), advantages=b["advantages"].range(), returns=b["returns"].range(),
              act_sizes=sizes.range(), dout=dout.range(), stats=stats.range(), M=M, spec=spec, cfg=learner_config(m),
              logstd=logstd, mask=mask, dlogstd_rows=rows.range() if rows else None)
@@ -194,7 +198,7 @@ def ppo_case(gpu, name: str, family: str = "ppo"):
         reduce_logstd_grad(plan, dlogstd_rows=rows.range(), dlogstd=dlogstd.range(), M=M, Kc=spec.Kc)
     gpu.run(plan)
     label = f"ppo_loss {name} M={M} heads {list(spec.act_sizes)}"
-    d = gpu.read(dout).reshape(M, ldo)
+    d = gpu.read(dout).reshape(M, out_stride)
     if not np.all(d[:, spec.out:] == 0):
         raise AssertionError(f"{label}: padding columns of dout must be zero")
     if "mask" in g:  # an illegal logit was replaced by a constant: exactly no gradient
@@ -250,7 +254,7 @@ def learner_setup(gpu, name: str, family: str = "learner", masks: bool = True):
     N, T, R = m["N"], m["T"], m["R"]
     policy = Policy(gpu, spec, flatten(spec, {t.name: g[f"w0.{t.name}"] for t in spec.tensors}))
     ro = Rollout(gpu, spec, N, T)
-    gpu.upload(ro.obs, pad_rows(g["obs"].reshape(N * T, -1), ro.ldo))
+    gpu.upload(ro.obs, pad_rows(g["obs"].reshape(N * T, -1), ro.obs_stride))
     gpu.upload(ro.initial_state, g["h0"])
     for k in ("terminals", "actions", "logprobs", "values", "rewards"):
         gpu.upload(getattr(ro, k), g[k])

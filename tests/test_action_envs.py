@@ -7,7 +7,7 @@ import pytest
 import envs
 from trainer import checkpoint as ckpt
 from trainer import config
-from trainer.policy import PolicySpec, unflatten
+from trainer.spec import PolicySpec, unflatten
 from trainer.run import train
 
 SMOKE = {"vec.total_agents": "32", "train.horizon": "8", "train.minibatch_size": "128", "policy.hidden_size": "16",
@@ -112,7 +112,7 @@ def test_freeze_continuous_leaves_the_aim_untrained(tmp_path):
     res = train("aimjump", cfg, live=False, run_id="frozen")
     env = envs.make("aimjump", 1)
     spec = PolicySpec(env.obs_size, 16, 1, env.act_sizes)
-    from trainer.policy import init_weights
+    from trainer.spec import init_weights
     w0 = unflatten(spec, init_weights(spec, cfg["base"]["seed"]))
     w1 = unflatten(spec, ckpt.load(res["checkpoint"], spec)[0])
     assert np.array_equal(w1["logstd"], w0["logstd"]) and np.all(w1["logstd"] == 0)

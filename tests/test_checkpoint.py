@@ -8,7 +8,8 @@ import pytest
 from safetensors.numpy import load_file
 
 from trainer import checkpoint as ckpt
-from trainer.policy import Policy, PolicySpec, unflatten
+from trainer.policy import Policy
+from trainer.spec import PolicySpec, unflatten
 
 SPEC = PolicySpec(obs_size=413, hidden=128, layers=4, act_sizes=(3, 3))
 

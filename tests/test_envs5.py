@@ -66,7 +66,7 @@ def small_cfg(tmp_path, **flags):
 
 def test_squares_trains_with_two_buffers_same_function_of_the_seed(tmp_path):
     from trainer.checkpoint import load
-    from trainer.policy import PolicySpec
+    from trainer.spec import PolicySpec
     runs = []
     for i in range(2):
         res = train(SQUARES, small_cfg(tmp_path / str(i)), live=False, run_id="r")

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from trainer import gpu as gpu_mod
-from trainer import ops
+from trainer.kernels import matmul
 from trainer.gpu import GPUError
 
 
@@ -73,7 +73,7 @@ def test_plan_replays_and_counts(gpu):
     x = gpu.array(np.ones((4, 4), np.float32), "x")
     y = gpu.array(np.zeros((4, 4), np.float32), "y")
     plan = gpu.plan("replay")
-    ops.matmul_forward(plan, x.range(), x.range(), y.range(), 4, 4, 4, accumulate=True)
+    matmul.matmul_forward(plan, x.range(), x.range(), y.range(), 4, 4, 4, accumulate=True)
     assert len(plan) == 1
     for _ in range(3):
         gpu.run(plan)
@@ -91,8 +91,8 @@ def test_native_and_public_encoding_agree(gpu, monkeypatch):
         monkeypatch.setenv("PUFFGPU_PUBLIC_ENCODE", public)
         y = gpu.buffer(4 * 9 * 5, "y")
         plan = gpu.plan("encode path")
-        ops.matmul_forward(plan, x.range(), w.range(), y.range(), 9, 5, 12)
-        ops.matmul_forward(plan, x.range(), w.range(), y.range(), 9, 5, 12, accumulate=True, variant="ref")
+        matmul.matmul_forward(plan, x.range(), w.range(), y.range(), 9, 5, 12)
+        matmul.matmul_forward(plan, x.range(), w.range(), y.range(), 9, 5, 12, accumulate=True, variant="ref")
         gpu.run(plan)
         results.append(gpu.read(y))
     monkeypatch.delenv("PUFFGPU_PUBLIC_ENCODE")
@@ -129,7 +129,7 @@ def test_plan_records_dispatch_shapes(gpu):
     x = gpu.array(np.ones((64, 32), np.float32), "x")
     y = gpu.buffer(4 * 64 * 64, "y")
     plan = gpu.plan("shapes")
-    ops.matmul_forward(plan, x.range(), x.range(), y.range(), 64, 64, 32, variant="tile8x4_vec4", splits=2)
+    matmul.matmul_forward(plan, x.range(), x.range(), y.range(), 64, 64, 32, variant="tile8x4_vec4", splits=2)
     a, b = plan.infos
     assert (a.invocations, a.serial, a.work, a.workgroup) == (8 * 16 * 2, 4, 64 * 64 * 32, 64)
     assert "matmul_splitk_reduce" in b.label and (b.invocations, b.serial) == (64 * 64, 2)
@@ -142,9 +142,9 @@ def test_disable_features_env():
     created without it and kernels that need it are refused with a message that says why."""
     import subprocess
     import sys
-    code = ("from trainer.gpu import get_gpu; from trainer import ops; g = get_gpu(quiet=True); "
+    code = ("from trainer.gpu import get_gpu; from trainer.kernels import matmul; g = get_gpu(quiet=True); "
             "print(sorted(g.features), 'subgroup' in g.adapter_features); "
-            "b = g.buffer(256, 'b'); ops.matmul_forward(g.plan('p'), b.range(), b.range(), b.range(), 2, 2, 2, "
+            "b = g.buffer(256, 'b'); matmul.matmul_forward(g.plan('p'), b.range(), b.range(), b.range(), 2, 2, 2, "
             "variant='sg8')")
     env = dict(__import__("os").environ, PUFFGPU_DISABLE_FEATURES="subgroup, timestamp-query")
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)

@@ -7,8 +7,13 @@ import pytest
 import golden_runs as gr
 from golden_check import assert_close, case, meta
 from trainer.gpu import GPUError
-from trainer.learner import STATS, Learner, LearnerConfig, compute_advantage, ppo_loss, reduce_logstd_grad
-from trainer.policy import Policy, PolicySpec, Rollout, RolloutStep, ceil4, pack_mask, sample_actions, unflatten
+from trainer.kernels.advantage import compute_advantage
+from trainer.kernels.ppo import ppo_loss, reduce_logstd_grad
+from trainer.kernels.sample import sample_actions
+from trainer.learner import Learner, LearnerConfig
+from trainer.metrics import STATS
+from trainer.policy import Policy, Rollout, RolloutStep
+from trainer.spec import PolicySpec, ceil4, init_weights, pack_mask, unflatten
 
 HALF_LOG_2PI = 0.5 * np.log(2 * np.pi)
 
@@ -134,7 +139,7 @@ def test_freeze_continuous_ablation(gpu):
         rows, dls = gpu.buffer(4 * M * spec.Kc, "rows"), gpu.buffer(4 * spec.Kc, "dlogstd")
         stats = gpu.buffer(4 * M * len(STATS), "stats")
         plan = gpu.plan("freeze")
-        ppo_loss(plan, out=out.range(), ldo=ldo, actions=b["actions"].range(), logprobs=b["logprobs"].range(),
+        ppo_loss(plan, out=out.range(), out_stride=ldo, actions=b["actions"].range(), logprobs=b["logprobs"].range(),
                  values=b["values"].range(), advantages=b["advantages"].range(), returns=b["returns"].range(),
                  act_sizes=gpu.array(np.array(spec.act_sizes, np.uint32), "sizes").range(), dout=dout.range(),
                  stats=stats.range(), M=M, spec=spec, cfg=cfg, logstd=gpu.array(g["logstd"], "ls").range(),
@@ -210,15 +215,15 @@ def test_rollout_stores_mask_and_training_uses_it(gpu):
     act = Activations(gpu, spec, N, T)
     adv, ret = gpu.buffer(4 * N * T, "adv"), gpu.buffer(4 * N * T, "ret")
     plan = gpu.plan("check")
-    policy_forward(plan, policy, act, ro.obs.range(), ro.ldo, ro.terminals.range(),
+    policy_forward(plan, policy, act, ro.obs.range(), ro.obs_stride, ro.terminals.range(),
                    [ro.state_of(ro.initial_state, 0)])
     cfg = LearnerConfig(vtrace=True, vtrace_rho_clip=1e9, vtrace_c_clip=1e9, gamma=1.0, gae_lambda=1.0)
-    compute_advantage(plan, out=act.out.range(), ldo=act.ldo, actions=ro.actions.range(), logprobs=ro.logprobs.range(),
+    compute_advantage(plan, out=act.out.range(), out_stride=act.out_stride, actions=ro.actions.range(), logprobs=ro.logprobs.range(),
                       rewards=ro.rewards.range(), terminals=ro.terminals.range(), act_sizes=policy.act_sizes.range(),
                       advantages=adv.range(), returns=ret.range(), R=N, T=T, spec=spec, cfg=cfg,
                       logstd=policy.w("logstd"), mask=ro.mask.range())
     gpu.run(plan)
-    out = gpu.read(act.out).reshape(N * T, act.ldo)
+    out = gpu.read(act.out).reshape(N * T, act.out_stride)
     # with ρ = c = ratio unclipped and γ = λ = 1, A_{T−2} = ρ·(r + V' − V): recover ρ where r + V' − V ≠ 0
     r = gpu.read(ro.rewards).reshape(N, T)
     v = out[:, spec.A].reshape(N, T)
@@ -245,7 +250,7 @@ def test_continuous_layout_is_pufferlibs():
     hybrid = PolicySpec(obs_size=D, hidden=H, layers=L, act_sizes=(3, 1, 2))
     assert hybrid.action_space == "hybrid" and hybrid.logstd.shape == (1, 1) and hybrid.decoder.shape == (7, H)
     assert "puffgpu-only" in hybrid.pufferlib_notes()[0]
-    w = unflatten(spec, __import__("trainer.policy", fromlist=["init_weights"]).init_weights(spec, 73))
+    w = unflatten(spec, init_weights(spec, 73))
     assert np.all(w["logstd"] == 0), "logstd starts at 0: σ = 1"
 
 

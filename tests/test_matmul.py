@@ -9,7 +9,7 @@ import pytest
 
 from golden_check import assert_close, case, golden
 from golden_runs import SPLITS, matmul_products
-from trainer import ops
+from trainer.kernels import GPU_MAX_SERIAL, GPU_MIN_INVOCATIONS, matmul
 from trainer.gpu import GPUError
 
 CASES = sorted({k.split("/")[0] for k in golden("matmul")})
@@ -18,11 +18,11 @@ SPLITK_CASES = [("matmul_splitk", n) for n in sorted({k.split("/")[0] for k in g
 
 
 def needs_variant(gpu, variant):
-    if variant in ops.SUBGROUP_VARIANTS and not gpu.has("subgroup"):
+    if "subgroup" in matmul.BY_NAME[variant].features and not gpu.has("subgroup"):
         pytest.skip(f"{variant} needs the 'subgroup' feature (absent or disabled by PUFFGPU_DISABLE_FEATURES)")
 
 
-@pytest.mark.parametrize("variant", ops.MATMUL_VARIANTS)
+@pytest.mark.parametrize("variant", [v.name for v in matmul.VARIANTS])
 @pytest.mark.parametrize("name", CASES)
 def test_matmul_golden(gpu, name, variant):
     needs_variant(gpu, variant)
@@ -30,7 +30,7 @@ def test_matmul_golden(gpu, name, variant):
         assert_close(f"{label} {name}", got, want, tol)
 
 
-@pytest.mark.parametrize("variant", ops.SPLITK_VARIANTS)
+@pytest.mark.parametrize("variant", [v.name for v in matmul.VARIANTS if v.splitk])
 @pytest.mark.parametrize("family,name", SPLITK_CASES)
 def test_matmul_splitk_golden(gpu, family, name, variant):
     """Split 2, 3 and 16 ways along each product's reduced length (K for y, N for dx, M for dW)."""
@@ -45,10 +45,10 @@ def test_splitk_cases_hit_chunk_edges():
     for family, name in SPLITK_CASES:
         c = case(family, name)
         lengths |= {c["x"].shape[0], c["x"].shape[1], c["w"].shape[0]}
-    last = {(n, s): n - (ops.split_k(n, s)[1] - 1) * ops.split_k(n, s)[0] for n in lengths for s in SPLITS}
-    kc = {(n, s): ops.split_k(n, s)[0] for n in lengths for s in SPLITS}
+    last = {(n, s): n - (matmul.split_k(n, s)[1] - 1) * matmul.split_k(n, s)[0] for n in lengths for s in SPLITS}
+    kc = {(n, s): matmul.split_k(n, s)[0] for n in lengths for s in SPLITS}
     assert any(v == 1 and kc[k] > 1 for k, v in last.items())
-    assert any(v == kc[k] and ops.split_k(*k)[1] > 1 for k, v in last.items())
+    assert any(v == kc[k] and matmul.split_k(*k)[1] > 1 for k, v in last.items())
     assert any(1 < v < kc[k] for k, v in last.items())
 
 
@@ -57,11 +57,12 @@ def test_splitk_cases_hit_chunk_edges():
                                     "ref"])
 def test_matmul_offsets_accumulate_batch(gpu, choice, shape):
     """Operands inside one flat buffer at odd offsets, accumulate (beta=1), alpha, and a batch."""
-    variant, splits = ops.parse_choice(choice)
+    chosen = matmul.FAMILY.parse(choice)
+    variant, splits = chosen.variant.name, chosen.splits
     needs_variant(gpu, variant)
     rng = np.random.default_rng(0)
     B, M, K, N = shape
-    vec = variant.endswith("_vec4")
+    vec = chosen.variant.layout is not None  # vec4 loads: aligned operands
     off = 4 * 13 + (0 if vec else 1)  # unaligned offsets exercise the scalar kernels' *_off
     x = rng.standard_normal((B, M, K)).astype(np.float32)
     w = rng.standard_normal((B, N, K)).astype(np.float32)
@@ -77,7 +78,7 @@ def test_matmul_offsets_accumulate_batch(gpu, choice, shape):
         xr, wr = buf.f32(off, x.size), buf.f32(off + x.size + 3, w.size)
     yb = gpu.array(y0, "y")
     plan = gpu.plan("offsets")
-    ops.matmul_forward(plan, xr, wr, yb.range(), M, N, K, accumulate=True, alpha=0.5, batch=B,
+    matmul.matmul_forward(plan, xr, wr, yb.range(), M, N, K, accumulate=True, alpha=0.5, batch=B,
                        x_bs=M * K, w_bs=N * K, y_bs=M * N, variant=variant, splits=splits)
     gpu.run(plan)
     want = y0 + 0.5 * np.einsum("bmk,bnk->bmn", x.astype(np.float64), w.astype(np.float64))
@@ -97,21 +98,23 @@ def test_matmul_shape_checks(gpu):
     small = gpu.buffer(4 * 10, "small")
     plan = gpu.plan("bad")
     with pytest.raises(GPUError, match=r"matmul_forward M=4 N=4 K=4: a needs 16 floats .* holds 10"):
-        ops.matmul_forward(plan, small.range(), small.range(), small.range(), 4, 4, 4)
+        matmul.matmul_forward(plan, small.range(), small.range(), small.range(), 4, 4, 4)
     big = gpu.buffer(4 * 64, "big")
     with pytest.raises(GPUError, match="tile4x4_vec4 kernel needs"):
-        ops.matmul_forward(plan, big.f32(1), big.range(), big.range(), 3, 3, 4, variant="tile4x4_vec4")
+        matmul.matmul_forward(plan, big.f32(1), big.range(), big.range(), 3, 3, 4, variant="tile4x4_vec4")
     with pytest.raises(GPUError, match="split-K .* needs one of"):
-        ops.matmul_forward(plan, big.range(), big.range(), big.range(), 3, 3, 4, variant="ref", splits=2)
-    with pytest.raises(GPUError, match="expected VARIANT or VARIANT/sN"):
-        ops.parse_choice("tile4x4/sx")
+        matmul.matmul_forward(plan, big.range(), big.range(), big.range(), 3, 3, 4, variant="ref", splits=2)
+    with pytest.raises(GPUError, match="/sN needs a positive number"):
+        matmul.FAMILY.parse("tile4x4/sx")
+    with pytest.raises(GPUError, match="variant must be one of"):
+        matmul.FAMILY.parse("tile4x5")
 
 
 def test_subgroup_variants_refused_without_the_feature(gpu, monkeypatch):
     monkeypatch.setattr(gpu, "features", gpu.features - {"subgroup"})
     buf = gpu.buffer(4 * 64, "b")
     with pytest.raises(GPUError, match="need the 'subgroup' feature"):
-        ops.matmul_forward(gpu.plan("x"), buf.range(), buf.range(), buf.range(), 4, 4, 4, variant="sg8")
+        matmul.matmul_forward(gpu.plan("x"), buf.range(), buf.range(), buf.range(), 4, 4, 4, variant="sg8")
 
 
 def test_gpu_rule_fills_a_gpu_at_the_default_shapes():
@@ -122,12 +125,13 @@ def test_gpu_rule_fills_a_gpu_at_the_default_shapes():
               ("matmul_forward", 128, 128, 413, 1), ("matmul_backward_weight", 128, 128, 384, 4),
               ("matmul_backward_input", 384, 128, 128, 4), ("matmul_forward", 1024, 128, 413, 1)]
     for form, M, N, K, b in shapes:
-        shape = ops.MatmulShape(form, M, N, K, b, vec4=True, sg_vec4=True)
-        variant, splits = ops.matmul_gpu_rule(shape)
-        kc, S = ops.split_k(K, splits)
-        assert ops.matmul_invocations(variant, shape, S) >= ops.GPU_MIN_INVOCATIONS, (shape, splits)
-        assert ops.matmul_serial(variant, form, K, kc) <= ops.GPU_MAX_SERIAL
-    assert ops.matmul_gpu_rule(ops.MatmulShape("matmul_backward_weight", 384, 128, 8192, 1, True, True))[1] > 1
+        shape = matmul.MatmulShape(form, M, N, K, b, vec4=True, sg_vec4=True)
+        choice = matmul.gpu_rule(shape)
+        kc, S = matmul.split_k(K, choice.splits)
+        geo = choice.variant.geometry
+        assert geo.invocations(shape, S) >= GPU_MIN_INVOCATIONS, (shape, choice.splits)
+        assert geo.serial(shape, kc) <= GPU_MAX_SERIAL
+    assert matmul.gpu_rule(matmul.MatmulShape("matmul_backward_weight", 384, 128, 8192, 1, True, True)).splits > 1
 
 
 def test_sg8_without_8_lane_subgroups(gpu):

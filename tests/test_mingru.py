@@ -5,7 +5,9 @@ import pytest
 
 from golden_check import assert_close, case, golden
 from golden_runs import mingru_scan, mingru_steps
-from trainer.policy import MINGRU_VARIANTS
+from trainer.kernels.mingru import VARIANTS
+
+MINGRU_VARIANTS = [v.name for v in VARIANTS]
 
 CASES = sorted({k.split("/")[0] for k in golden("mingru")})
 

@@ -6,8 +6,8 @@ import pytest
 
 import golden_runs as gr
 from golden_check import assert_close
-from trainer.policy import (Activations, Policy, PolicySpec, Rollout, RolloutStep, flatten, init_weights,
-                            policy_forward, unflatten)
+from trainer.policy import Activations, Policy, Rollout, RolloutStep, policy_forward
+from trainer.spec import PolicySpec, flatten, init_weights, unflatten
 
 PLATFORMER = PolicySpec(obs_size=413, hidden=128, layers=4, act_sizes=(3, 3))
 
@@ -70,9 +70,9 @@ def test_rollout_steps_equal_training_scan(gpu):
     act = Activations(gpu, spec, N, T)
     h0 = [ro.state_of(ro.initial_state, l) for l in range(spec.layers)]
     plan = gpu.plan("scan")
-    policy_forward(plan, policy, act, ro.obs.range(), ro.ldo, ro.terminals.range(), h0)
+    policy_forward(plan, policy, act, ro.obs.range(), ro.obs_stride, ro.terminals.range(), h0)
     gpu.run(plan)
-    out = gpu.read(act.out).reshape(N * T, act.ldo)
+    out = gpu.read(act.out).reshape(N * T, act.out_stride)
     values = gpu.read(ro.values)
     assert np.max(np.abs(out[:, spec.A] - values)) < 1e-5 * max(1.0, np.abs(values).max())
     actions = gpu.read(ro.actions).reshape(N * T, spec.K).astype(int)
@@ -104,7 +104,7 @@ def test_sampling_frequencies_logprob_and_determinism(gpu):
     a3 = step(0, 8, obs, np.zeros(N), reset)
     assert np.array_equal(a1, a2), "same seed and step must give the same actions"
     assert not np.array_equal(a1, a3)
-    out = gpu.read(step.out).reshape(N, step.ldo)[0]
+    out = gpu.read(step.out).reshape(N, step.out_stride)[0]
     for h, (lo, hi) in enumerate(((0, 3), (3, 7))):
         p = np.exp(_log_softmax(out[lo:hi]))
         freq = np.bincount(a3[:, h].astype(int), minlength=hi - lo) / N

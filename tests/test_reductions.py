@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from golden_check import assert_close
-from trainer.learner import MUON_CHUNK
+from trainer.kernels.muon import CHUNK as MUON_CHUNK
 
 WG = MUON_CHUNK // 16
 

@@ -12,7 +12,7 @@ import pytest
 from trainer import checkpoint as ckpt
 from trainer import config
 from trainer.run import TrainingError, train
-from trainer.policy import PolicySpec
+from trainer.spec import PolicySpec
 
 # seconds on lavapipe: 16 agents × 8 steps per epoch, 2 minibatches of 8 rows, a small policy
 SMOKE = {"vec.total_agents": "16", "train.horizon": "8", "train.minibatch_size": "64", "policy.hidden_size": "16",

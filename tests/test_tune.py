@@ -1,26 +1,28 @@
 """The kernel tuner (trainer/tune.py): timing and its disk cache (atomic; corrupt or stale files ignored
 with a warning), pins, re-tune, no-tune, scratch-only timing, the dispatch-shape report of the default
-config under the GPU rule, and bit-identical training for a fixed kernel choice."""
+config under the GPU rule (tools/dispatch_report.py), and bit-identical training for a fixed kernel choice."""
+import importlib.util
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from trainer import ops, tune
+from trainer import tune
+from trainer.kernels import GPU_MIN_INVOCATIONS, matmul, mingru
 from trainer.gpu import GPUError
 
 
 @pytest.fixture
 def fresh(gpu, tmp_path, monkeypatch):
-    """A tuner of its own (empty cache folder, no pins) installed as gpu.tuner for one test."""
+    """A tuner of its own (empty cache folder, no pins) installed as gpu.chooser for one test."""
     monkeypatch.setenv("PUFFGPU_CACHE", str(tmp_path))
     for k in ("PUFFGPU_KERNELS", "PUFFGPU_RETUNE", "PUFFGPU_TUNE"):
         monkeypatch.delenv(k, raising=False)
-    monkeypatch.setattr(gpu, "_tuner", tune.Tuner(gpu))
+    monkeypatch.setattr(gpu, "chooser", tune.Tuner(gpu))
 
     def renew():
-        gpu._tuner = tune.Tuner(gpu)
-        return gpu._tuner
+        return tune.attach(gpu)
     return renew
 
 
@@ -32,19 +34,20 @@ def _forward(gpu, M=40, N=24, K=36, y_fill=None):
     xb, wb = gpu.array(x, "x"), gpu.array(w, "w")
     yb = gpu.array(np.full(M * N, np.nan if y_fill is None else y_fill, np.float32), "y")
     plan = gpu.plan("tuned forward")
-    ops.matmul_forward(plan, xb.range(), wb.range(), yb.range(), M, N, K)
+    matmul.matmul_forward(plan, xb.range(), wb.range(), yb.range(), M, N, K)
     before = gpu.read(yb)
     gpu.run(plan)
-    key = ops.MatmulShape("matmul_forward", M, N, K, 1, True, True).key()
+    key = matmul.MatmulShape("matmul_forward", M, N, K, 1, True, True).key()
     return gpu.read(yb), x.astype(np.float64) @ w.T.astype(np.float64), key, before
 
 
 def test_tuner_times_caches_and_reuses(gpu, fresh):
     got, want, key, _ = _forward(gpu)
-    t = gpu.tuner
+    t = gpu.chooser
     assert t.sources[key] == "timed"
     entry = t.memo[key]
-    assert entry["choice"] in t.matmul_candidates(ops.MatmulShape("matmul_forward", 40, 24, 36, 1, True, True))
+    shape = matmul.MatmulShape("matmul_forward", 40, 24, 36, 1, True, True)
+    assert entry["choice"] in [str(c) for c in matmul.candidates(shape, gpu)]
     assert len(entry["seconds"]) >= 4 and entry["seconds"][entry["choice"]] == min(
         v for c, v in entry["seconds"].items() if c not in entry["pruned"] + entry["estimated"])
     assert np.allclose(got.reshape(want.shape), want, rtol=1e-5, atol=1e-5)
@@ -64,14 +67,14 @@ def test_tuner_times_caches_and_reuses(gpu, fresh):
 def test_tuning_never_touches_the_operands(gpu, fresh):
     """Candidates run on scratch buffers: building the plan (which tunes) leaves y as it was."""
     _, _, key, before = _forward(gpu, y_fill=123.0)
-    assert gpu.tuner.sources[key] == "timed" and np.all(before == 123.0)
+    assert gpu.chooser.sources[key] == "timed" and np.all(before == 123.0)
 
 
 @pytest.mark.parametrize("content", ["{not json", json.dumps({"schema": 1, "kernels": "an older kernel set",
                                                                 "entries": {}}),
                                      json.dumps({"schema": 999, "entries": {}}), json.dumps([1, 2])])
 def test_corrupt_or_stale_cache_is_ignored_with_a_warning(gpu, fresh, capsys, content):
-    t = gpu.tuner
+    t = gpu.chooser
     t.path.parent.mkdir(parents=True, exist_ok=True)
     t.path.write_text(content)
     _, _, key, _ = _forward(gpu)
@@ -91,8 +94,8 @@ def test_retune_and_no_tune(gpu, fresh, monkeypatch):
     t = fresh()
     t.path = t.path.with_name("nothing-cached.json")
     _forward(gpu)
-    shape = ops.MatmulShape("matmul_forward", 40, 24, 36, 1, True, True)
-    assert t.sources[key] == "default" and t.memo[key]["choice"] == ops.format_choice(*t.matmul_default(shape))
+    shape = matmul.MatmulShape("matmul_forward", 40, 24, 36, 1, True, True)
+    assert t.sources[key] == "default" and t.memo[key]["choice"] == str(matmul.default(shape, gpu))
 
 
 def test_pins(gpu, fresh, monkeypatch):
@@ -101,34 +104,39 @@ def test_pins(gpu, fresh, monkeypatch):
     got, want, key, _ = _forward(gpu)
     assert t.sources[key] == "pinned" and t.memo[key]["choice"] == "tile4x4_vec4/s3"  # vec4 where it applies
     assert np.allclose(got.reshape(want.shape), want, rtol=1e-5, atol=1e-5)
-    odd = ops.MatmulShape("matmul_forward", 5, 3, 413, 1, False, False)
-    assert t._matmul_pin("tile4x4_vec4", odd) == "tile4x4"  # the scalar sibling where vec4 does not apply
-    assert t.mingru("mingru_scan_forward", 2, 3, 8, None) == "scalar"
+    odd = matmul.MatmulShape("matmul_forward", 5, 3, 413, 1, False, False)
+    assert str(matmul.FAMILY.pin("tile4x4_vec4", odd, gpu)) == "tile4x4"  # the scalar sibling where vec4 does not apply
+    assert str(t.choose(mingru.FAMILY, mingru.MingruShape("mingru_scan_forward", 2, 3, 8), None)) == "scalar"
     for bad, msg in (("matmul=nope", "variant must be one of"), ("foo=bar", "FAMILY=VARIANT"),
                      ("mingru=vec8", "must be one of"), ("matmul=tile4x4/s0", "positive")):
         with pytest.raises(GPUError, match=msg):
             tune.parse_pins(bad)
     monkeypatch.setattr(gpu, "features", gpu.features - {"subgroup"})
     with pytest.raises(GPUError, match=r"pins matmul=sg8, but .*'subgroup' feature"):
-        t._matmul_pin("sg8", odd)
+        matmul.FAMILY.pin("sg8", odd, gpu)
 
 
-def test_gpu_rule_context(gpu, fresh, monkeypatch):
+def test_gpu_rule_chooser(gpu, fresh, monkeypatch):
+    """Inside `using(gpu, GpuRule())` every choice is the static GPU rule, whatever the pins; the tuner
+    is back after."""
     monkeypatch.setenv("PUFFGPU_KERNELS", "matmul=ref")
     t = fresh()
-    shape = ops.MatmulShape("matmul_backward_weight", 384, 128, 8192, 1, True, True)
-    with t.gpu_rule():
-        assert t.matmul(shape, None) == ops.matmul_gpu_rule(shape)
-        assert t.mingru("mingru_scan_forward", 128, 64, 128, None) == "scalar"
-    assert t.rule is None
+    shape = matmul.MatmulShape("matmul_backward_weight", 384, 128, 8192, 1, True, True)
+    with tune.using(gpu, tune.GpuRule()) as rule:
+        assert gpu.chooser is rule
+        assert rule.choose(matmul.FAMILY, shape, None) == matmul.gpu_rule(shape)
+        assert str(matmul.gpu_rule(shape)).startswith("tile4x4_vec4/s")
+        assert str(rule.choose(mingru.FAMILY, mingru.MingruShape("mingru_scan_forward", 128, 64, 128), None)) == "scalar"
+    assert gpu.chooser is t
 
 
 def test_dispatch_shapes_of_the_default_config_on_a_gpu(gpu, fresh):
     """The GPU rule's rollout-step and minibatch plans at the default platformer config: no heavy
     dispatch under 16K invocations or over 1K serial iterations; every dispatch's shape is known."""
+    report = _dispatch_report()
     rows = []
-    for label, plan in tune.default_plans(gpu, gpu_rule=True):
-        rows += tune.dispatch_rows(label, plan)
+    for label, plan in report.default_plans(gpu, gpu_rule=True):
+        rows += report.dispatch_rows(label, plan)
     heavy = [r for r in rows if r["heavy"]]
     assert len(heavy) >= 40  # the matmuls of encoder, 4 layers, Newton–Schulz, and the scans
     assert [r for r in heavy if r["flags"]] == []
@@ -136,8 +144,17 @@ def test_dispatch_shapes_of_the_default_config_on_a_gpu(gpu, fresh):
     assert any("splitk_reduce" in r["kernel"] for r in rows)  # dW over 8192 rows is split
     assert any("mingru_scan_forward_scalar" in r["kernel"] for r in heavy)
     # what lavapipe's own kernels would look like on a GPU: flagged (8-lane workgroups, long dW loops)
-    lavapipe = [ops.MatmulShape("matmul_backward_weight", 384, 128, 8192, 1, True, True)]
-    assert ops.matmul_invocations("sg8_vec4", lavapipe[0], 1) < ops.GPU_MIN_INVOCATIONS
+    lavapipe = matmul.MatmulShape("matmul_backward_weight", 384, 128, 8192, 1, True, True)
+    assert matmul.BY_NAME["sg8_vec4"].geometry.invocations(lavapipe, 1) < GPU_MIN_INVOCATIONS
+
+
+def _dispatch_report():
+    """tools/dispatch_report.py as a module (tools/ is not a package)."""
+    path = Path(__file__).resolve().parent.parent / "tools" / "dispatch_report.py"
+    spec = importlib.util.spec_from_file_location("dispatch_report", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 SMOKE = {"vec.total_agents": "16", "train.horizon": "8", "train.minibatch_size": "64", "policy.hidden_size": "16",
@@ -148,16 +165,15 @@ SMOKE = {"vec.total_agents": "16", "train.horizon": "8", "train.minibatch_size":
 def test_training_is_bit_identical_for_a_fixed_choice(gpu, fresh, tmp_path, monkeypatch, pin):
     from trainer import config
     from trainer.checkpoint import load
-    from trainer.policy import PolicySpec
+    from trainer.spec import PolicySpec
     from trainer.run import train
     monkeypatch.setenv("PUFFGPU_KERNELS", pin)
     weights, losses = [], []
     for run in ("a", "b"):
-        t = fresh()
         flags = dict(SMOKE, **{"base.checkpoint_dir": str(tmp_path / run), "base.log_dir": str(tmp_path / run)})
         cfg, _ = config.load("memory", flags)
         res = train("memory", cfg, live=False, run_id="same")
-        assert set(t.sources.values()) == {"pinned"}
+        assert set(gpu.chooser.sources.values()) == {"pinned"}  # the tuner train() attached
         spec = PolicySpec(obs_size=4, hidden=16, layers=2, act_sizes=(2,))
         weights.append(load(res["checkpoint"], spec, env="memory")[0].tobytes())
         losses.append([json.loads(l).get("loss") for l in open(res["log"])])

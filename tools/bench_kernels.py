@@ -17,8 +17,9 @@ import time
 
 import numpy as np
 
-from trainer import ops
+from trainer.kernels import matmul
 from trainer.gpu import GPUError, get_gpu
+from trainer.tune import attach
 
 # (label, launcher, M, N, K): M×N output, K reduced. Row strides are padded to a multiple of 4
 # (as the trainer pads observation rows), so the vec4 kernels apply wherever the weights allow.
@@ -53,7 +54,7 @@ def time_plan(gpu, plan, repeats=3, warm=True):
 def bench_matmul(gpu, launcher, M, N, K, variant, reps, splits=None, target=0.05):
     """GFLOP/s of `variant` (None: the tuner's choice) with `splits`; None if it does not apply.
     Runs up to `reps` dispatches per submit, fewer when one takes longer than target/reps seconds."""
-    fn = getattr(ops, launcher)
+    fn = getattr(matmul, launcher)
     if launcher == "matmul_forward":  # x [M,K] (padded rows), W [N,K] (PufferLib rows, unpadded)
         lda, ldb = ceil4(K), K
         a_rows, b_rows = M, N
@@ -85,15 +86,8 @@ def bench_matmul(gpu, launcher, M, N, K, variant, reps, splits=None, target=0.05
 
 
 def family_variant(gpu, launcher, M, N, K, family):
-    """The family's vec4 variant where it applies to this layout, else its scalar one."""
-    if family in ("ref", "wgmem"):
-        return family
-    return family + "_vec4" if bench_matmul_applies(gpu, launcher, M, N, K, family + "_vec4") else family
-
-
-def bench_matmul_applies(gpu, launcher, M, N, K, variant):
-    shape = bench_shape(launcher, M, N, K)
-    return ops.matmul_applicable(variant, shape, gpu) is None
+    """The variant of `family` (a base name of the table) with the widest loads this layout allows."""
+    return matmul.FAMILY.pin(family, bench_shape(launcher, M, N, K), gpu).variant.name
 
 
 def bench_shape(launcher, M, N, K):
@@ -102,7 +96,7 @@ def bench_shape(launcher, M, N, K):
                 "matmul_backward_weight": (ceil4(M), ceil4(N))}[launcher]
     vec4 = lda % 4 == 0 and ldb % 4 == 0
     sg = {"matmul_forward": K % 4 == 0, "matmul_backward_input": True, "matmul_backward_weight": True}[launcher]
-    return ops.MatmulShape(launcher, M, N, K, 1, vec4, vec4 and sg)
+    return matmul.MatmulShape(launcher, M, N, K, 1, vec4, vec4 and sg)
 
 
 def bench_numpy(launcher, M, N, K, reps=5):
@@ -130,7 +124,7 @@ def bench_encode(gpu, n=150):
     a = gpu.buffer(4 * 64 * 64, "a")
     plan = gpu.plan("encode")
     for i in range(n):
-        ops.matmul_forward(plan, a.range(), a.range(), a.range(), 8, 8 + (i % 3) * 8, 8, variant="tile4x4")
+        matmul.matmul_forward(plan, a.range(), a.range(), a.range(), 8, 8 + (i % 3) * 8, 8, variant="tile4x4")
     plan.finalize()
     times = []
     for _ in range(20):
@@ -153,6 +147,7 @@ def main():
     ap.add_argument("--families", default=",".join(FAMILIES), help="comma list of variant families to time")
     args = ap.parse_args()
     gpu = get_gpu(args.adapter)
+    tuner = attach(gpu)
     families = [f for f in args.families.split(",") if f]
     print(f"{'shape':30s} " + " ".join(f"{f:>8s}" for f in families) + f" {'gpu-rule':>17s} {'tuned':>22s} "
           f"{'numpy':>7s}   GFLOP/s")
@@ -166,11 +161,11 @@ def main():
             v = family_variant(gpu, launcher, M, N, K, fam)
             g = bench_matmul(gpu, launcher, M, N, K, v, 1 if fam == "ref" else args.reps)
             cells.append(f"{g:8.2f}" if g is not None else f"{'-':>8s}")
-        rule_v, rule_s = ops.matmul_gpu_rule(bench_shape(launcher, M, N, K))
-        g_rule = bench_matmul(gpu, launcher, M, N, K, rule_v, args.reps, splits=rule_s)
-        cells.append(f"{g_rule:7.2f} {ops.format_choice(rule_v, rule_s):>9s}")
+        rule = matmul.gpu_rule(bench_shape(launcher, M, N, K))
+        g_rule = bench_matmul(gpu, launcher, M, N, K, rule.variant.name, args.reps, splits=rule.splits)
+        cells.append(f"{g_rule:7.2f} {str(rule):>9s}")
         g_tuned = bench_matmul(gpu, launcher, M, N, K, None, args.reps)
-        chosen = gpu.tuner.memo[bench_shape(launcher, M, N, K).key()]["choice"]
+        chosen = tuner.memo[bench_shape(launcher, M, N, K).key()]["choice"]
         cells.append(f"{g_tuned:7.2f} {'[' + chosen + ']':>14s}")
         cells.append(f"{bench_numpy(launcher, M, N, K):7.1f}")
         print(f"{label:30s} " + " ".join(cells), flush=True)
@@ -178,7 +173,7 @@ def main():
             tuned_main = g_tuned
     best, median = bench_encode(gpu)
     print(f"encode 150-dispatch plan: {best * 1e3:.3f} ms best, {median * 1e3:.3f} ms median (CPU, Python)")
-    print(gpu.tuner.summary())
+    print(tuner.summary())
     print(f"matmul 8192x128x384: {tuned_main:.1f} GFLOP/s on {gpu.describe()}")
 
 

@@ -16,7 +16,9 @@ import numpy as np
 from bench_kernels import bench_matmul  # tools/ is on sys.path when run as a script
 from trainer.gpu import get_gpu
 from trainer.learner import Learner
-from trainer.policy import Policy, PolicySpec, Rollout
+from trainer.tune import attach
+from trainer.policy import Policy, Rollout
+from trainer.spec import PolicySpec
 
 
 def matmul_gflops(gpu, reps=10):
@@ -54,19 +56,20 @@ def main():
     ap.add_argument("--profile", action="store_true", help="also time every dispatch of one minibatch alone")
     args = ap.parse_args()
     gpu = get_gpu(args.adapter)
+    tuner = attach(gpu)
     spec = PolicySpec(obs_size=413, hidden=128, layers=4, act_sizes=(3, 3))
     N, T = args.agents, args.horizon
     policy = Policy(gpu, spec, seed=73)
     ro = Rollout(gpu, spec, N, T)
     rng = np.random.default_rng(0)
-    gpu.upload(ro.obs, rng.random((N * T, ro.ldo), dtype=np.float32))
+    gpu.upload(ro.obs, rng.random((N * T, ro.obs_stride), dtype=np.float32))
     gpu.upload(ro.actions, rng.integers(0, 3, (N * T, 2)).astype(np.float32))
     gpu.upload(ro.logprobs, np.full(N * T, -2.2, np.float32))
     gpu.upload(ro.rewards, rng.standard_normal(N * T).astype(np.float32) * 0.1)
     t = time.perf_counter()
     learner = Learner(policy, ro, args.minibatch)
     build = time.perf_counter() - t
-    print(gpu.tuner.summary())
+    print(tuner.summary())
     plan = learner.plans[0]
     encodes = []
     for _ in range(20):

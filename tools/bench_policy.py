@@ -13,7 +13,9 @@ import time
 import numpy as np
 
 from trainer.gpu import get_gpu
-from trainer.policy import Activations, Policy, PolicySpec, Rollout, RolloutStep, policy_backward, policy_forward
+from trainer.tune import attach
+from trainer.policy import Activations, Policy, Rollout, RolloutStep, policy_backward, policy_forward
+from trainer.spec import PolicySpec
 
 
 def best_of(fn, n=3):
@@ -34,6 +36,7 @@ def main():
     ap.add_argument("--adapter", default=None)
     args = ap.parse_args()
     gpu = get_gpu(args.adapter)
+    attach(gpu)  # the tuned kernel variants
     spec = PolicySpec(obs_size=413, hidden=128, layers=4, act_sizes=(3, 3))
     N, T = args.agents, args.horizon
     R = args.minibatch // T
@@ -53,10 +56,10 @@ def main():
     plans = []
     for m in range(N // R):
         plan = gpu.plan(f"train mb{m}")
-        obs_r, term_r = ro.rows(ro.obs, m * R, R, ro.ldo), ro.rows(ro.terminals, m * R, R)
+        obs_r, term_r = ro.rows(ro.obs, m * R, R, ro.obs_stride), ro.rows(ro.terminals, m * R, R)
         h0 = [ro.state_of(ro.initial_state, l, m * R, R) for l in range(spec.layers)]
-        policy_forward(plan, policy, act, obs_r, ro.ldo, term_r, h0)
-        policy_backward(plan, policy, act, obs_r, ro.ldo, term_r, h0)
+        policy_forward(plan, policy, act, obs_r, ro.obs_stride, term_r, h0)
+        policy_backward(plan, policy, act, obs_r, ro.obs_stride, term_r, h0)
         plans.append(plan.finalize())
 
     def run_all():

@@ -97,16 +97,14 @@ def main():
 
 
 def bench_kernels(args, cfg):
-    """One run per kernel choice, in this process; the tuner re-reads PUFFGPU_KERNELS between runs."""
+    """One run per kernel choice, in this process; each run attaches a new tuner, which reads PUFFGPU_KERNELS."""
     choices = [c.strip() for c in args.kernels.split(";") if c.strip()]
-    tuner = get_gpu(args.adapter, quiet=True).tuner
     results = []
     for choice in choices:
         if choice == "tuned":
             os.environ.pop("PUFFGPU_KERNELS", None)
         else:
             os.environ["PUFFGPU_KERNELS"] = choice
-        tuner.reload()
         print(f"--- kernels: {choice}", flush=True)
         sps, adapter = bench(args.env, json.loads(json.dumps(cfg)), args.epochs, args.adapter)
         results.append((choice, sps))

@@ -19,7 +19,7 @@ from safetensors.numpy import save_file
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from envs.atomic import atomic_write  # noqa: E402
 from trainer.checkpoint import CheckpointError, load, read_sidecar  # noqa: E402
-from trainer.policy import PolicySpec, unflatten  # noqa: E402
+from trainer.spec import PolicySpec, unflatten  # noqa: E402
 
 EXPORT_NAMES = {"logstd": "decoder.logstd"}  # PufferLib keeps logstd with the decoder's weights
 

@@ -88,39 +88,30 @@ def report_adapter(gpu):
 
 def report_goldens(gpu, verbose: bool):
     """Every variant on every golden case; kernels the goldens leave to the tuner (policy, learner) use
-    the static default here, with a tuner of its own: nothing is timed or written to the user's cache."""
-    from trainer import tune
-    saved, env = gpu._tuner, os.environ.get("PUFFGPU_TUNE")
-    os.environ["PUFFGPU_TUNE"] = "0"
-    gpu._tuner = tune.Tuner(gpu)
-    gpu._tuner.path = Path(tempfile.gettempdir()) / "puffgpu-report-goldens-tune.json"  # never written: no timing
-    try:
+    each family's static default here: nothing is timed or written to the user's cache."""
+    from trainer.tune import using
+    with using(gpu, None):  # no chooser: each family's static default, nothing timed or cached
         return _report_goldens(gpu, verbose)
-    finally:
-        gpu._tuner = saved
-        if env is None:
-            os.environ.pop("PUFFGPU_TUNE", None)
-        else:
-            os.environ["PUFFGPU_TUNE"] = env
 
 
 def _report_goldens(gpu, verbose: bool):
     import golden_runs as gr
     from golden_check import TOLERANCES, case, rel_error
-    from trainer import ops
-    from trainer.policy import MINGRU_VARIANTS
+    from trainer.kernels import matmul, mingru
     groups = []  # (group label, thunk returning checks)
-    for v in ops.MATMUL_VARIANTS:
-        if ops.matmul_applicable(v, ops.MatmulShape("matmul_forward", 4, 4, 4, 1, True, True), gpu) is None:
+    probe = matmul.MatmulShape("matmul_forward", 4, 4, 4, 1, True, True)
+    for variant in matmul.VARIANTS:
+        v, why = variant.name, variant.unavailable(probe, gpu)
+        if why is None:
             groups += [(f"matmul[{v}] {n}", lambda n=n, v=v: gr.matmul_products(gpu, case("matmul", n), v))
                        for n in gr.cases("matmul")]
         else:
-            print(f"   matmul[{v}]: not run ({ops.matmul_applicable(v, ops.MatmulShape('matmul_forward', 4, 4, 4, 1, True, True), gpu)})")
-    for v in ops.SPLITK_VARIANTS:
+            print(f"   matmul[{v}]: not run ({why})")
+    for v in [x.name for x in matmul.VARIANTS if x.splitk]:
         groups += [(f"matmul split-K[{v}] {n}", lambda n=n, v=v: gr.matmul_products(gpu, case("matmul_splitk", n), v,
                                                                                    gr.SPLITS))
                    for n in gr.cases("matmul_splitk")]
-    for v in MINGRU_VARIANTS:
+    for v in [x.name for x in mingru.VARIANTS]:
         groups += [(f"mingru scan[{v}] {n}", lambda n=n, v=v: gr.mingru_scan(gpu, case("mingru", n), v))
                    for n in gr.cases("mingru")]
         groups += [(f"mingru step[{v}] {n}", lambda n=n, v=v: gr.mingru_steps(gpu, case("mingru", n), v))
@@ -167,18 +158,20 @@ def _report_goldens(gpu, verbose: bool):
 # ------------------------------------------------------------------------------------------------ tuner
 
 def report_tuner(gpu):
-    from trainer import tune
+    from dispatch_report import default_setup
+    from trainer.tune import attach
+    tuner = attach(gpu)
     t = time.perf_counter()
-    setup = tune.default_setup(gpu)
+    setup = default_setup(gpu)
     print(f"   default plans built in {time.perf_counter() - t:.1f} s (tuning included)")
-    for row in gpu.tuner.table():
+    for row in tuner.table():
         cands = sorted(row["candidates"].items(), key=lambda kv: -kv[1][1])
         est = set(row.get("pruned") or [])
         cells = " ".join(f"{c}{'~' if c in est else ''}:{g:.1f}" for c, (_, g) in cands)
         print(f"   {row['key']:72s} {row['source'] or '':7s} -> {row['choice']:16s} {cells}")
     print("   (GFLOP/s per candidate; ~ = not timed in full (a slice of its grid, or one run), "
           "mingru figures count 2 flops per state update)")
-    print(f"   {gpu.tuner.summary()}")
+    print(f"   {tuner.summary()}")
     return setup
 
 
@@ -186,7 +179,7 @@ def report_learner(gpu, setup):
     ro, learner = setup["rollout"], setup["learner"]
     N, T = ro.N, ro.T
     rng = np.random.default_rng(0)
-    gpu.upload(ro.obs, rng.random((N * T, ro.ldo), dtype=np.float32))
+    gpu.upload(ro.obs, rng.random((N * T, ro.obs_stride), dtype=np.float32))
     gpu.upload(ro.actions, rng.integers(0, 3, (N * T, 2)).astype(np.float32))
     gpu.upload(ro.logprobs, np.full(N * T, -2.2, np.float32))
     gpu.upload(ro.rewards, rng.standard_normal(N * T).astype(np.float32) * 0.1)
@@ -210,23 +203,23 @@ def report_matmul(gpu):
 
 
 def report_dispatch_shapes(gpu, setup):
-    from trainer import tune
-    print(f"   {tune.HEAVY_DEFINITION}")
+    from dispatch_report import HEAVY_DEFINITION, default_plans, dispatch_rows, format_dispatch_rows
+    print(f"   {HEAVY_DEFINITION}")
     rows = []
     for label, plan in (("rollout_step", setup["step"].plans[1]), ("minibatch", setup["learner"].plans[0])):
-        rows += tune.dispatch_rows(label, plan)
-    lines = tune.format_dispatch_rows(rows, only_heavy=True)
+        rows += dispatch_rows(label, plan)
+    lines = format_dispatch_rows(rows, only_heavy=True)
     print("   this adapter's choice (heavy and flagged dispatches):")
     for line in lines:
         print("   " + line)
     flagged = sum(1 for r in rows if r["heavy"] and r["flags"])
     print(f"   this adapter's choice: {len(rows)} dispatches, {sum(r['heavy'] for r in rows)} heavy, {flagged} flagged")
     rule = []
-    for label, plan in tune.default_plans(gpu, gpu_rule=True):
-        rule += tune.dispatch_rows(label, plan)
+    for label, plan in default_plans(gpu, gpu_rule=True):
+        rule += dispatch_rows(label, plan)
     rflag = [r for r in rule if r["heavy"] and r["flags"]]
     print(f"   the static GPU rule: {len(rule)} dispatches, {sum(r['heavy'] for r in rule)} heavy, {len(rflag)} flagged")
-    for line in tune.format_dispatch_rows(rflag)[1:]:
+    for line in format_dispatch_rows(rflag)[1:]:
         print("   " + line)
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from envs.atomic import atomic_write
 
-from .policy import PolicySpec
+from .spec import PolicySpec
 
 FORMAT = "pufferlib5-raw-f32"
 FORMAT_HYBRID = "puffgpu-hybrid-raw-f32"  # same layout rule, but a head mix PufferLib 5.0 cannot load

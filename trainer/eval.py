@@ -28,7 +28,9 @@ from envs.image import write_gif  # noqa: E402
 from . import checkpoint as ckpt  # noqa: E402
 from . import config as config_mod  # noqa: E402
 from .gpu import GPUError, get_gpu  # noqa: E402
-from .policy import Policy, PolicySpec, Rollout, RolloutStep  # noqa: E402
+from .policy import Policy, Rollout, RolloutStep  # noqa: E402
+from .spec import PolicySpec  # noqa: E402
+from .tune import attach  # noqa: E402
 
 
 class Evaluator:
@@ -37,6 +39,7 @@ class Evaluator:
     def __init__(self, env_name: str, cfg: dict, checkpoint: str, num_agents: int, seed: int, adapter=None,
                  deterministic: bool = False):
         self.gpu = get_gpu(adapter, quiet=True)
+        attach(self.gpu)  # the tuned kernel variants (from the cache, or timed once)
         self.env = envs.make(env_name, num_agents, config=cfg["env"], num_threads=cfg["vec"]["num_threads"],
                              seed=seed, check_actions=False)
         path = ckpt.resolve(checkpoint, cfg["base"]["checkpoint_dir"], self.env.name)

@@ -12,7 +12,7 @@ Everything puffgpu runs on the GPU goes through four objects:
              replayed into one compute pass and one submit (lavapipe: a pass costs ~7 us, a submit
              ~60 us, a bind group ~15 us to create, so all of those happen once, at build time).
              Each dispatch carries a `DispatchInfo` (invocations in flight, longest serial loop per
-             invocation, work) for the dispatch-shape report (trainer/tune.py).
+             invocation, work) for the dispatch-shape report (tools/dispatch_report.py).
 
 Optional adapter features (subgroups, timestamp queries) are used when present and never required;
 `PUFFGPU_DISABLE_FEATURES=subgroup,timestamp-query` makes the runtime behave as if the adapter
@@ -95,6 +95,17 @@ def _adapter_label(info) -> str:
     return f"{info.get('device') or info.get('vendor')} ({info.get('backend_type')}, {info.get('adapter_type')})"
 
 
+_RANK = {"discretegpu": 0, "integratedgpu": 1, "virtualgpu": 2, "unknown": 3, "cpu": 4}
+
+
+def usable_adapters() -> list:
+    """This machine's adapters that puffgpu picks from, best first: discrete GPUs, integrated, virtual,
+    then CPU adapters (lavapipe). The GL backend is a compatibility path with weaker compute support:
+    left out (choose_adapter still takes it when asked for by name)."""
+    usable = [a for a in wgpu.gpu.enumerate_adapters_sync() if str(a.info.get("backend_type")).lower() != "opengl"]
+    return sorted(usable, key=lambda a: _RANK.get(_adapter_kind(a.info), 3))
+
+
 def choose_adapter(force: str | None = None):
     """Pick an adapter: a real GPU first, a CPU adapter (lavapipe) only if there is none.
 
@@ -102,10 +113,8 @@ def choose_adapter(force: str | None = None):
     name, vendor, backend ('vulkan', 'metal', 'd3d12') or adapter type ('cpu', 'discrete').
     """
     force = force if force is not None else os.environ.get("PUFFGPU_ADAPTER")
-    adapters = [a for a in wgpu.gpu.enumerate_adapters_sync()]
-    # The GL backend is a compatibility path with weaker compute support: only if asked for by name.
-    usable = [a for a in adapters if str(a.info.get("backend_type")).lower() != "opengl"]
     if force:
+        adapters = list(wgpu.gpu.enumerate_adapters_sync())
         key = force.lower()
         match = [a for a in adapters if any(key in str(a.info.get(f, "")).lower()
                                             for f in ("device", "vendor", "backend_type", "adapter_type", "description"))]
@@ -113,10 +122,9 @@ def choose_adapter(force: str | None = None):
             names = "\n  ".join(_adapter_label(a.info) for a in adapters) or "(none)"
             raise GPUError(f"PUFFGPU_ADAPTER/--adapter {force!r} matches no adapter. Available:\n  {names}")
         return match[0]
+    usable = usable_adapters()
     if not usable:
         raise GPUError(INSTALL_HINT)
-    rank = {"discretegpu": 0, "integratedgpu": 1, "virtualgpu": 2, "unknown": 3, "cpu": 4}
-    usable.sort(key=lambda a: rank.get(_adapter_kind(a.info), 3))
     return usable[0]
 
 
@@ -360,6 +368,7 @@ class Plan:
         self._pending: list[tuple] = []
         self._infos: list[DispatchInfo] = []  # one per add(), in order
         self.arena = None
+        self.keep: list = []  # objects whose GPU resources this plan's bind groups use (other plans' arenas)
         self.encode_seconds = 0.0  # CPU time of the last encode
 
     def add(self, kernel: Kernel, grid, params: dict | None = None, **bindings: Range) -> "Plan":
@@ -457,8 +466,25 @@ class Plan:
         other.finalize()
         self.finalize()
         self.dispatches.extend(other.dispatches)
-        self._keep = getattr(self, "_keep", []) + [other.arena]
+        self.keep.append(other.arena)
         return self
+
+    def sliced(self, frac: float) -> tuple["Plan", float]:
+        """The same dispatches on a slice of their grids (each one's longest dimension cut to ~frac), for
+        timing only (the outputs are partial). Returns (plan, the fraction of the first dispatch it runs)."""
+        self.finalize()
+        probe = Plan(self.gpu, self.label + " (slice)")
+        probe.arena, probe.keep = self.arena, [self]  # the bind groups point into this plan's arena
+        actual = None
+        for d in self.dispatches:
+            g = list(d.grid)
+            i = max(range(3), key=lambda j: g[j])
+            cut = max(1, round(g[i] * frac))
+            if actual is None:
+                actual = cut / g[i]
+            g[i] = cut
+            probe.dispatches.append(Dispatch(d.kernel, d.bind_group, tuple(g), d.info))
+        return probe, (actual or 1.0)
 
     def encode(self, cpass):
         t0 = time.perf_counter()
@@ -539,7 +565,10 @@ class GPU:
         self.driver = str(self.info.get("description") or "")
         self._files: dict[str, ShaderFile] = {}
         self._scratch: list[Buffer] = []
-        self._tuner = None
+        # Which variant a launcher uses when its caller names none (trainer/kernels): None = each kernel
+        # family's static default; trainer.tune.attach(gpu) installs the tuner here. The runtime never
+        # imports the tuner: choosing is policy, and it lives above the runtime.
+        self.chooser = None
         self._modules: dict[str, object] = {}
         self._kernels: dict[tuple, Kernel] = {}
         self._staging = None
@@ -554,14 +583,6 @@ class GPU:
     def has(self, feature: str) -> bool:
         """Whether an optional feature is enabled on this device (present and not disabled)."""
         return feature in self.features
-
-    @property
-    def tuner(self):
-        """The kernel-variant chooser of this device (trainer/tune.py), created on first use."""
-        if self._tuner is None:
-            from .tune import Tuner
-            self._tuner = Tuner(self)
-        return self._tuner
 
     def scratch(self, count: int) -> Range:
         """`count` floats of scratch shared by every plan (split-K partial sums).

@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .learner import STATS
+from .metrics import STATS
 
 LOSS_KEYS = frozenset(STATS + ("grad_norm",))
 SKIP = frozenset(("epoch", "epochs", "global_step", "eta"))  # x axis and bookkeeping, not curves

@@ -33,8 +33,11 @@ from . import config as config_mod  # noqa: E402
 from . import loggers as loggers_mod  # noqa: E402
 from .dashboard import Dashboard, Stopwatch  # noqa: E402
 from .gpu import GPUError, get_gpu  # noqa: E402
-from .learner import STATS, Learner, LearnerConfig, cosine_lr  # noqa: E402
-from .policy import Policy, PolicySpec, Rollout, RolloutStep  # noqa: E402
+from .learner import Learner, LearnerConfig, cosine_lr  # noqa: E402
+from .metrics import STATS  # noqa: E402
+from .policy import Policy, Rollout, RolloutStep  # noqa: E402
+from .spec import PolicySpec  # noqa: E402
+from .tune import attach  # noqa: E402
 
 CPU_NOTE = ("note: this is a CPU adapter (lavapipe): correct but slow. This path is for testing and small runs; "
             "train on a GPU for real work.")
@@ -99,6 +102,7 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
     base, vec, t = cfg["base"], cfg["vec"], cfg["train"]
     loggers_mod.check(cfg)  # a requested logger that is not installed fails before any work
     gpu = get_gpu(adapter, quiet=True)
+    tuner = attach(gpu)  # kernel variants: pins, cache or timing (reads --kernels/--retune/--no-tune)
     print(f"puffgpu: adapter {gpu.describe()}", flush=True)
     if gpu.is_cpu:
         print(CPU_NOTE, flush=True)
@@ -120,7 +124,7 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
                           rows=env.buffer_rows(b)[1] - env.buffer_rows(b)[0]) for b in range(B)] if B > 1 else None
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=B, thread_name_prefix="env") if B > 1 else None
     learner = Learner(policy, rollout, t["minibatch_size"], learner_config(t), t["replay_ratio"])
-    print(gpu.tuner.summary(), flush=True)  # kernel variants: what was chosen, tuning time (trainer/tune.py)
+    print(tuner.summary(), flush=True)  # kernel variants: what was chosen, tuning time (trainer/tune.py)
     epochs = t["total_timesteps"] // (N * T)
 
     epoch, global_step, resumed_from = 0, 0, None
