@@ -10,7 +10,7 @@
 //     s = clamp(logstd[k], −20, 2), σ = eˢ, a = clamp(action, ±1e6)   (as ppo.wgsl)
 //   (r_t, d_t stored beside o_t are the outcome of a_{t−1}: the transition t → t+1 uses r_{t+1}, d_{t+1}.)
 //
-// Shapes (minibatch rows, row = r·T + t): out [R·T, ldo] (A head columns, value), actions [R·T, K],
+// Shapes (minibatch rows, row = r·T + t): out [R·T, out_stride] (A head columns, value), actions [R·T, K],
 //   logprobs (old) [R·T], rewards [R·T], terminals [R·T], act_sizes [K] (u32), logstd [Kc],
 //   mask [R·T, W] u32 (bit j of word w = column 32·w + j legal; read only when masked = 1);
 //   advantages, returns [R·T].
@@ -19,7 +19,7 @@
 // Dispatch: one invocation per agent row (the recursion runs backwards over T): grid ceil(R/WG).
 
 struct Params {
-    R: u32, T: u32, K: u32, A: u32, ldo: u32, W: u32, masked: u32,
+    R: u32, T: u32, K: u32, A: u32, out_stride: u32, W: u32, masked: u32,
     vtrace: u32,
     gamma: f32, lambda: f32, rho_clip: f32, c_clip: f32,
     out_off: u32, actions_off: u32, logprobs_off: u32, rewards_off: u32, terminals_off: u32,
@@ -48,7 +48,7 @@ const HALF_LOG_2PI: f32 = 0.9189385332046727;
 fn logit(row: u32, col: u32) -> f32 {
     var ok = true;
     if (p.masked != 0u) { ok = ((mask[p.mask_off + row * p.W + col / 32u] >> (col % 32u)) & 1u) != 0u; }
-    return select(MASKED_LOGIT, out[p.out_off + row * p.ldo + col], ok);
+    return select(MASKED_LOGIT, out[p.out_off + row * p.out_stride + col], ok);
 }
 
 // logp_new(row) = Σ_h log p(a_h)
@@ -61,7 +61,7 @@ fn logp_new(row: u32) -> f32 {
         let act = actions[p.actions_off + row * p.K + h];
         if (size == 1u) {
             let s = clamp(logstd[p.logstd_off + kc], -20.0, 2.0);
-            let mu = clamp(out[p.out_off + row * p.ldo + o], -MU_MAX, MU_MAX);
+            let mu = clamp(out[p.out_off + row * p.out_stride + o], -MU_MAX, MU_MAX);
             let z = (clamp(act, -MU_MAX, MU_MAX) - mu) / exp(s);
             lp += -0.5 * z * z - HALF_LOG_2PI - s;
             kc += 1u;
@@ -77,7 +77,7 @@ fn logp_new(row: u32) -> f32 {
     return lp;
 }
 
-fn value(row: u32) -> f32 { return out[p.out_off + row * p.ldo + p.A]; }
+fn value(row: u32) -> f32 { return out[p.out_off + row * p.out_stride + p.A]; }
 
 @compute @workgroup_size(WG, 1, 1)
 fn compute_advantage(@builtin(global_invocation_id) gid: vec3<u32>) {

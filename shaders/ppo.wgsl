@@ -27,7 +27,7 @@
 // reduce_logstd_grad: dlogstd[k] = Σ_i dlogstd_rows[i·Kc + k] (the state-independent logstd's
 //   gradient), one workgroup per continuous head, the same fixed order.
 //
-// Shapes: out/dout [M, ldo] (A head columns, value, padding), actions [M, K], act_sizes [K] (u32),
+// Shapes: out/dout [M, out_stride] (A head columns, value, padding), actions [M, K], act_sizes [K] (u32),
 //   logstd [Kc], mask [M, W] u32 (bit j of word w = column 32·w + j legal; read only when masked = 1),
 //   logprobs, values (rollout: old log-prob and value), advantages, returns [M], stats [M, S],
 //   logs [slots, S], dlogstd_rows [M, Kc], dlogstd [Kc].
@@ -37,7 +37,7 @@
 //   reduce_logstd_grad grid Kc, WG_REDUCE threads each.
 
 struct Params {
-    M: u32, K: u32, A: u32, ldo: u32, slot: u32, W: u32, masked: u32, Kc: u32, freeze_continuous: u32,
+    M: u32, K: u32, A: u32, out_stride: u32, slot: u32, W: u32, masked: u32, Kc: u32, freeze_continuous: u32,
     clip_coef: f32, vf_coef: f32, vf_clip_coef: f32, ent_coef: f32,
     out_off: u32, actions_off: u32, logprobs_off: u32, values_off: u32, advantages_off: u32,
     returns_off: u32, act_sizes_off: u32, logstd_off: u32, mask_off: u32, dout_off: u32,
@@ -78,7 +78,7 @@ fn legal(i: u32, col: u32) -> bool {
 
 // logit of column col of element i as the distribution sees it (masked → −1e4)
 fn logit(i: u32, col: u32) -> f32 {
-    return select(MASKED_LOGIT, out[p.out_off + i * p.ldo + col], legal(i, col));
+    return select(MASKED_LOGIT, out[p.out_off + i * p.out_stride + col], legal(i, col));
 }
 
 // One discrete head's (masked) logits, columns o .. o+size of element i: x = max logit, y = log Σ exp(l − max),
@@ -113,7 +113,7 @@ fn head_entropy(i: u32, o: u32, size: u32, lse: vec3<f32>) -> f32 {
 }
 
 // clamped mean μ, log std s and action a of the k-th continuous head (column o) of element i
-fn gaussian_mu(i: u32, o: u32) -> f32 { return clamp(out[p.out_off + i * p.ldo + o], -MU_MAX, MU_MAX); }
+fn gaussian_mu(i: u32, o: u32) -> f32 { return clamp(out[p.out_off + i * p.out_stride + o], -MU_MAX, MU_MAX); }
 fn gaussian_logstd(k: u32) -> f32 { return clamp(logstd[p.logstd_off + k], LOGSTD_MIN, LOGSTD_MAX); }
 fn gaussian_action(i: u32, h: u32) -> f32 { return clamp(actions[p.actions_off + i * p.K + h], -MU_MAX, MU_MAX); }
 
@@ -121,7 +121,7 @@ fn gaussian_action(i: u32, h: u32) -> f32 { return clamp(actions[p.actions_off +
 fn ppo_loss(@builtin(global_invocation_id) gid: vec3<u32>) {
     let i = gid.x;
     if (i >= p.M) { return; }
-    let base = p.out_off + i * p.ldo;
+    let base = p.out_off + i * p.out_stride;
     let inv_m = 1.0 / f32(p.M);
 
     // pass 1: per-head log-probabilities of the taken actions and entropies
@@ -181,7 +181,7 @@ fn ppo_loss(@builtin(global_invocation_id) gid: vec3<u32>) {
             let sigma = exp(gaussian_logstd(kc));
             let var_ = sigma * sigma;
             let diff = gaussian_action(i, h) - gaussian_mu(i, o);
-            dout[p.dout_off + i * p.ldo + o] = select(g * diff / var_, 0.0, frozen);
+            dout[p.dout_off + i * p.out_stride + o] = select(g * diff / var_, 0.0, frozen);
             dlogstd_rows[p.dlogstd_rows_off + i * p.Kc + kc] = select(g * (diff * diff / var_ - 1.0) - ent_scale, 0.0,
                                                                       frozen);
             kc += 1u;
@@ -193,13 +193,13 @@ fn ppo_loss(@builtin(global_invocation_id) gid: vec3<u32>) {
                 let lpj = head_logp(i, o + j, lse);
                 let pj = exp(lpj);
                 let d = g * (select(0.0, 1.0, j == a) - pj) + ent_scale * pj * (lpj + ent);
-                dout[p.dout_off + i * p.ldo + o + j] = select(0.0, d, legal(i, o + j));
+                dout[p.dout_off + i * p.out_stride + o + j] = select(0.0, d, legal(i, o + j));
             }
         }
         o += size;
     }
-    dout[p.dout_off + i * p.ldo + p.A] = dvalue;
-    for (var j = p.A + 1u; j < p.ldo; j++) { dout[p.dout_off + i * p.ldo + j] = 0.0; }
+    dout[p.dout_off + i * p.out_stride + p.A] = dvalue;
+    for (var j = p.A + 1u; j < p.out_stride; j++) { dout[p.dout_off + i * p.out_stride + j] = 0.0; }
 
     let st = p.stats_off + i * S;
     stats[st + 0u] = pg_loss;

@@ -12,7 +12,7 @@
 //   Actions are stored as floats (discrete indices or Gaussian samples), for the env (actions_step)
 //   and the rollout (actions).
 //
-// Shapes: out [N, ldo] (A head columns then the value; ldo ≥ A+1), act_sizes [K] (u32),
+// Shapes: out [N, out_stride] (A head columns then the value; out_stride ≥ A+1), act_sizes [K] (u32),
 //   globals [4] u32 = (t, step, seed, flags: bit 0 = deterministic), logstd [Kc],
 //   mask [N, W] u32 (bit j of word w = column 32·w + j legal; read only when masked = 1),
 //   actions_step [N, K], rollout storage (agent-major, row = n·T + t): actions [N·T, K],
@@ -23,7 +23,7 @@
 // Same seed, step and logits → same actions (no hidden state: the RNG is a hash of the counter).
 
 struct Params {
-    N: u32, K: u32, A: u32, ldo: u32, T: u32, W: u32, masked: u32,
+    N: u32, K: u32, A: u32, out_stride: u32, T: u32, W: u32, masked: u32,
     out_off: u32, act_sizes_off: u32, globals_off: u32, logstd_off: u32, mask_off: u32,
     actions_step_off: u32, actions_off: u32, logprobs_off: u32, values_off: u32,
 }
@@ -86,7 +86,7 @@ fn sample_actions(@builtin(global_invocation_id) gid: vec3<u32>) {
     let step = globals[p.globals_off + 1u];
     let seed = globals[p.globals_off + 2u];
     let deterministic = (globals[p.globals_off + 3u] & 1u) != 0u;
-    let row = p.out_off + n * p.ldo;
+    let row = p.out_off + n * p.out_stride;
     let dst = n * p.T + t;
     var logprob = 0.0;
     var o = 0u;
