@@ -1,8 +1,8 @@
 /* ini.h — PufferLib 5.0's config dictionary and ini reader, as puffgpu hosts them.
  *
- * Written here from the 5.0 interface (PUFFERLIB5_SPEC.md §7–8): the same type names, fields and
- * function signatures, so an env that uses them compiles against this file and against
- * PufferLib's own ini.h unchanged.
+ * Written here from the 5.0 interface (PufferLib's src/ini.h at 64da1a6b): the same type names,
+ * fields and function signatures, so an env that uses them compiles against this file and
+ * against PufferLib's own ini.h unchanged.
  *
  *   Dict      a named list of key -> (number, string, number list) items; an ini section, an
  *             env's kwargs ([env] section) or the log that puf_log fills. C-allocated: it grows

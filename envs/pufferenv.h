@@ -1,8 +1,8 @@
 /* pufferenv.h — the PufferLib 5.0 C env contract, as puffgpu hosts it.
  *
- * Source-compatible both ways with PufferLib 5.0's own pufferenv.h (written here from the
- * specification, PUFFERLIB5_SPEC.md §3 and §8): the same type names, forward typedefs, function
- * set and signatures. An env header looks like this:
+ * Source-compatible both ways with PufferLib 5.0's own pufferenv.h (written here from its
+ * interface, PufferLib's src/pufferenv.h at 64da1a6b): the same type names, forward typedefs,
+ * function set and signatures. An env header looks like this:
  *
  *     #include "raylib.h"               // optional: this file includes it too
  *     typedef float obs_t;              // BEFORE this file (Agent points at obs_t rows)

@@ -3,7 +3,7 @@
  *
  * PufferLib 5.0 envs `#include "raylib.h"` and draw in puf_render with raylib calls. This header
  * has the same names, types, colors, key codes and signatures for the part of raylib those envs
- * use (written here from raylib's public API; see docs/design-notes.md, issue 10), so such an env
+ * use (written here from raylib's public API; docs/design.md says why a subset), so such an env
  * compiles, trains and renders headless:
  *   - window calls open no window: InitWindow sizes the canvas, IsWindowReady says whether it has
  *     one, WindowShouldClose is false, SetTargetFPS/SetConfigFlags do nothing;

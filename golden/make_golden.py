@@ -98,7 +98,7 @@ def matmul(gen):
     write("matmul", tensors, "matmul: y = x @ w.T (x [M,K], w [N,K]); dx, dw from (y*dout).sum().backward()", cases)
 
 
-# Split-K (matmul.wgsl's tile and wgmem kernels; issue 9). Each case reduces over K (y), N (dx) and M
+# Split-K (matmul.wgsl's tile and wgmem kernels). Each case reduces over K (y), N (dx) and M
 # (dW); the tests split those lengths 2, 3 and 16 ways (chunks of ceil4(ceil(len/splits)) values), so
 # the last chunk is sometimes 1 long (65 = 8·8 + 1), exactly full (64), or ragged. Also the shapes of
 # the Newton–Schulz Gram products (mingru X [384,128]: G = XᵀX over 384, update over 128; encoder
@@ -138,7 +138,8 @@ def matmul_splitk(gen):
 # ---------------------------------------------------------------------------------------------- MinGRU
 
 def mingru_scan_ref(c, x, h0, terminals):
-    """DESIGN.md's MinGRU over a horizon. c [R,T,3H], x [R,T,H], h0 [R,H], terminals [R,T] → (y, hs).
+    """PufferLib 5.0's MinGRU (docs/design.md, "Numerics") over a horizon.
+    c [R,T,3H], x [R,T,H], h0 [R,H], terminals [R,T] → (y, hs).
 
     The reset multiplies the carried state by (1 − terminal), so no gradient reaches the pre-reset state.
     """
@@ -191,7 +192,7 @@ def mingru(gen):
                        ("dc", c.grad), ("dx", x.grad)):
             tensors[f"{name}/{key}"] = f32(t)
         cases[name] = {"R": R, "T": T, "H": H}
-    write("mingru", tensors, "MinGRU scan (DESIGN.md Numerics) with terminal resets from h0; "
+    write("mingru", tensors, "MinGRU scan (docs/design.md, Numerics) with terminal resets from h0; "
           "dc, dx from (y*dy).sum().backward()", cases)
 
 
@@ -245,7 +246,7 @@ def policy(gen):
 
 # ---------------------------------------------------------------------------------------------- learner
 
-# PufferLib 5.0 defaults (DESIGN.md "Numerics"); each golden file records the values it used
+# PufferLib 5.0 defaults (docs/design.md, "Numerics"); each golden file records the values it used
 LEARN = dict(gamma=0.995, gae_lambda=0.90, clip_coef=0.2, vf_coef=2.0, vf_clip_coef=0.2, ent_coef=0.001,
              max_grad_norm=1.5, momentum=0.95, vtrace=0, vtrace_rho_clip=1.0, vtrace_c_clip=1.0)
 NS_COEFFS = ((4.0848, -6.8946, 2.9270), (3.9505, -6.3029, 2.6377), (3.7418, -5.5913, 2.3037),
@@ -280,7 +281,7 @@ STAT_NAMES = ("policy_loss", "value_loss", "entropy", "loss", "old_approx_kl", "
 
 
 def ppo_loss_ref(out, actions, logp_old, v_old, adv, ret, heads, cfg):
-    """Mean PPO loss over M elements and its logged stats (DESIGN.md). out [M, A+1]."""
+    """Mean PPO loss over M elements and its logged stats (docs/design.md, "Numerics"). out [M, A+1]."""
     A = sum(heads)
     logp, ent = heads_logp_entropy(out[:, :A], actions, heads)
     v = out[:, A]
@@ -355,7 +356,7 @@ def advantage(gen):
                        ("terminals", term), ("advantages", adv), ("returns", ret)):
             tensors[f"{name}/{key}"] = f32(t)
         cases[name] = {"R": R, "T": T, "act_sizes": list(heads), **cfg}
-    write("advantage", tensors, "advantage: GAE/V-trace (DESIGN.md) over [R,T] rows; A_{T-1}=0; returns = V + A", cases)
+    write("advantage", tensors, "advantage: GAE/V-trace (docs/design.md) over [R,T] rows; A_{T-1}=0; returns = V + A", cases)
 
 
 PPO_CASES = {  # (M elements, heads)
@@ -478,8 +479,9 @@ def learner(gen):
           "Muon) over consecutive minibatches; w{m}/momentum{m} after update m", cases)
 
 
-# ---------------------------------------------------------------------------------- action heads (issue 11)
-# Masks, continuous (Gaussian) heads and hybrid mixes, in new files (the files above stay untouched).
+# ------------------------------------------------------------------------------------------ action heads
+# Masks, continuous (Gaussian) heads and hybrid mixes, in files of their own (sample, *_heads), so the
+# discrete, mask-free files above keep checking the plain paths.
 # A head of size 1 is a Gaussian: its decoder column is the mean μ, clamped to ±1e6, and logstd [Kc]
 # (one entry per continuous head, in head order) is clamped to [−20, 2]. PufferLib evaluates its
 # analytic gradients at the clamped values (the clamps pass the gradient through), so the reference
