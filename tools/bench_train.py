@@ -28,7 +28,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import envs  # noqa: E402
 from trainer import config  # noqa: E402
-from trainer.gpu import get_gpu  # noqa: E402
 from trainer.run import train  # noqa: E402
 
 

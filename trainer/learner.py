@@ -99,7 +99,7 @@ class Muon:
 
     def add(self, plan: Plan, weights: Range, grads: Range, scalars: Range):
         """One optimizer step: clip, momentum, normalise, Newton–Schulz, update. scalars ← (clip, ‖g‖)."""
-        gpu, cfg, spec = self.gpu, self.cfg, self.spec
+        cfg, spec = self.cfg, self.spec
         n, count = spec.num_floats, len(spec.tensors)
         for name, r in (("weights", weights), ("grads", grads)):
             need("muon", name, r, n)
