@@ -20,13 +20,13 @@ comma lists, read with dict_get/dict_get_str). With num_buffers > 1 the agents f
 env buffers: env.step_buffer(b) steps buffer b alone, without the GIL (see make()).
 """
 
-import configparser
 import os
 from pathlib import Path
 
 import numpy as np
 
 from .build import ENVS_DIR, load_module
+from .ini import parse_value, read_ini
 from .goexplore import GoExploreMixin, check_config
 
 # PufferLib 5.0's default.ini [env] section: present in every env's config, so a trainer can pass
@@ -72,31 +72,6 @@ def env_ini_path(name_or_path):
         if candidate.is_file():
             return candidate
     return beside
-
-
-def parse_value(text):
-    """PufferLib ini values: ints and floats (with _ digit separators), true/false, else a string."""
-    t = text.strip()
-    low = t.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    try:
-        return int(t.replace("_", ""))
-    except ValueError:
-        pass
-    try:
-        return float(t.replace("_", ""))
-    except ValueError:
-        return t
-
-
-def read_ini(path):
-    """{section: {key: value}} of a PufferLib-style ini file ([base], [vec], [env], [train])."""
-    parser = configparser.ConfigParser(interpolation=None, inline_comment_prefixes=(";", "#"))
-    parser.optionxform = str  # keys are case-sensitive, as in PufferLib
-    with open(path) as f:
-        parser.read_file(f)
-    return {s: {k: parse_value(v) for k, v in parser.items(s)} for s in parser.sections()}
 
 
 def env_config(name_or_path):

@@ -22,14 +22,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import ops
+from .config import check_minibatching, num_minibatches
 from .gpu import GPU, GPUError, Plan, Range
+from .metrics import PPO_STATS as STATS
 from .policy import Activations, Policy, PolicySpec, Rollout, need_heads, policy_backward, policy_forward
 
 # PufferLib's per-iteration Newton–Schulz coefficients (a, b, c): X ← aX + (bG + cG²)X
 NS_COEFFS = ((4.0848, -6.8946, 2.9270), (3.9505, -6.3029, 2.6377), (3.7418, -5.5913, 2.3037),
              (2.8769, -3.1427, 1.2046), (2.8366, -3.0525, 1.2012))
 MUON_CHUNK = 4096  # floats per workgroup in the first pass of Muon's two-pass norms (256 invocations × 16)
-STATS = ("policy_loss", "value_loss", "entropy", "loss", "old_approx_kl", "approx_kl", "clipfrac", "importance")
 
 
 @dataclass
@@ -46,26 +47,6 @@ class LearnerConfig:
     vtrace_rho_clip: float = 1.0
     vtrace_c_clip: float = 1.0
     freeze_continuous: bool = False  # an ablation: no gradient from the continuous heads (means, logstd)
-
-
-def num_minibatches(N: int, T: int, minibatch_size: int, replay_ratio: float) -> int:
-    return int(replay_ratio * N * T / minibatch_size)
-
-
-def check_minibatching(N: int, T: int, minibatch_size: int, replay_ratio: float = 1.0):
-    """PufferLib's validity rules, plus whole row blocks (a minibatch never straddles the last agent)."""
-    if minibatch_size % T:
-        raise ValueError(f"train.minibatch_size ({minibatch_size}) must be a multiple of train.horizon ({T}): "
-                         f"a minibatch is whole agent rows of the horizon")
-    if minibatch_size > N * T:
-        raise ValueError(f"train.minibatch_size ({minibatch_size}) is more than horizon × agents "
-                         f"({T} × {N} = {N * T}); lower it or raise vec.total_agents")
-    R = minibatch_size // T
-    if N % R:
-        raise ValueError(f"vec.total_agents ({N}) must be a multiple of minibatch_size / horizon ({R} rows) so "
-                         f"minibatches are contiguous row blocks")
-    if num_minibatches(N, T, minibatch_size, replay_ratio) < 1:
-        raise ValueError(f"train.replay_ratio ({replay_ratio}) gives no minibatch: need replay_ratio·N·T ≥ minibatch_size")
 
 
 # ------------------------------------------------------------------------------------ launchers
