@@ -41,8 +41,8 @@ def test_smoke_run_logs_and_checkpoints(tmp_path):
         assert all(np.isfinite(e[k]) for k in ("policy_loss", "value_loss", "entropy", "sps", "approx_kl"))
         assert "env/perf" in e and e["learning_rate"] <= 0.015
     run_dir = tmp_path / "ck" / "memory" / "smoke"
-    assert sorted(p.name for p in run_dir.glob("*.bin")) == [
-        f"{256:016d}.bin", f"{256:016d}.momentum.bin", f"{384:016d}.bin", f"{384:016d}.momentum.bin"]
+    assert sorted(p.name for p in run_dir.glob("*.bin")) == [f"{256:016d}.bin", f"{384:016d}.bin"]
+    assert sorted(p.name for p in run_dir.glob("*.momentum")) == [f"{256:016d}.momentum", f"{384:016d}.momentum"]
     spec = PolicySpec(obs_size=4, hidden=16, layers=2, act_sizes=(2,))
     assert (run_dir / f"{384:016d}.bin").stat().st_size == spec.nbytes
     w, meta = ckpt.load(run_dir / f"{384:016d}.bin", spec, env="memory")
