@@ -93,7 +93,8 @@ def _usable_cpus():
 
 class VecEnv(GoExploreMixin):
     """See the module docstring. Create with envs.make(). Go-Explore's archive methods
-    (archive_stats, save_archive, ...) come from envs/goexplore.py."""
+    (archive_stats, save_archive, ...) come from envs/goexplore.py; a trainer reaches them only
+    through epoch_metrics, save_extras and restore_extras."""
 
     def __init__(self, name_or_path, total_agents, config=None, num_threads=None, seed=0,
                  check_actions=True, num_buffers=1):
@@ -199,7 +200,8 @@ class VecEnv(GoExploreMixin):
         """Steps buffer b's envs only (its rows of env.actions, or `actions` [rows, K] copied in
         first). Releases the GIL while the C envs step, so another thread can run meanwhile;
         two different buffers may be stepped at once. threads: OpenMP threads for this buffer
-        (default: num_threads / num_buffers, as PufferLib splits them)."""
+        (default: num_threads / num_buffers, as PufferLib splits them). With one buffer this is
+        step(): a trainer steps any number of buffers the same way."""
         vec = self._live()
         e0, e1, r0, r1 = self.buffers[b]
         if actions is not None:
@@ -213,6 +215,8 @@ class VecEnv(GoExploreMixin):
         if threads is None:
             threads = max(1, self.num_threads // self.num_buffers)
         self._lib.vec_step_range(vec, e0, e1, int(threads))
+        if self.num_buffers == 1:  # no other buffer can be stepping: merge Go-Explore's findings now, as step() does
+            self._lib.vec_ge_sync(vec)
 
     def set_clear_outputs(self, on):
         """False: rewards/terminals are left to the env between steps (PufferLib's CPU evaluator
@@ -318,6 +322,25 @@ class VecEnv(GoExploreMixin):
         """Episode stats since the last call, averaged over the episodes that finished
         (PufferLib's vec_log): {'perf': ..., 'score': ..., ..., 'n': episodes}; {} if none."""
         return self._log_range(0, self.num_envs)
+
+    # ---- hooks a trainer calls at rollout end and at checkpoints, naming no env feature ----
+
+    def epoch_metrics(self):
+        """What a trainer logs at the end of each rollout, as env/<key>: the episode stats of
+        log() (read and cleared) and, for an env that keeps a Go-Explore archive, its figures
+        (archive_stats(), read after log() has merged the rollout's findings)."""
+        return {**self.log(), **self.archive_stats()}
+
+    def save_extras(self, checkpoint):
+        """Saves beside `checkpoint` (the path of the policy weights) the env state that resuming
+        needs: the Go-Explore archive, if this env keeps one. Returns the files written. Call it
+        before the checkpoint itself is complete, so that a complete checkpoint implies them."""
+        return [p for p in (self.save_checkpoint_archive(checkpoint),) if p is not None]
+
+    def restore_extras(self, checkpoint):
+        """Loads what save_extras saved beside `checkpoint`; returns lines for the user (what was
+        restored, or why not). Files that do not fit this env are a ValueError (ArchiveError)."""
+        return [m for m in (self.restore_checkpoint_archive(checkpoint),) if m is not None]
 
     def log_counts(self):
         """Episodes finished by each env since its log was last read: float32 [num_envs]."""
