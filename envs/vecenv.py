@@ -18,6 +18,12 @@ reached, so N >= total_agents, and N == total_agents for every built-in env (one
 The [env] config reaches the C env's puf_init as PufferLib's Dict (numbers, true/false, text,
 comma lists, read with dict_get/dict_get_str). With num_buffers > 1 the agents form PufferLib's
 env buffers: env.step_buffer(b) steps buffer b alone, without the GIL (see make()).
+
+A trainer needs three more calls, which stand for whatever an env keeps beyond its arrays (a
+Go-Explore env: its archive), so that the trainer names no env feature:
+    env.epoch_metrics()             at rollout end: {key: value} to log as env/<key>
+    env.save_extras(checkpoint)     before a checkpoint's files: saves the env's state beside it
+    env.restore_extras(checkpoint)  on resume: loads it back; returns lines for the user
 """
 
 import os

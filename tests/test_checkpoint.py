@@ -108,7 +108,7 @@ def test_momentum_roundtrip(tmp_path, monkeypatch):
 
 
 def test_momentum_of_older_checkpoints_still_loads(tmp_path):
-    """Checkpoints written before the momentum file was renamed keep it as <step>.momentum.bin."""
+    """Older checkpoints name the momentum <step>.momentum.bin (their sidecar says so)."""
     w = np.random.default_rng(2).standard_normal(SPEC.num_floats).astype(np.float32)
     path = ckpt.save(ckpt.checkpoint_path(tmp_path, "platformer", "old", 7), w, SPEC, "platformer", 7,
                      momentum=2 * w, state={"epoch": 1})

@@ -13,8 +13,8 @@ so a checkpoint is complete exactly when its sidecar exists.
 
 The momentum file has the weights' size and layout, so it must not end in .bin: a script that
 takes the last *.bin of a run folder would hand it to an evaluator, which loads it without
-complaint and scores 0. Checkpoints written before it was named .momentum have
-<global_step:016d>.momentum.bin; resuming reads that name too.
+complaint and scores 0. Older checkpoints name it <global_step:016d>.momentum.bin; the sidecar
+records the name, so resuming reads either.
 """
 from __future__ import annotations
 
