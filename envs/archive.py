@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .goexplore import (ArchiveError, fingerprint, latest_archive, read_archive, replay, replay_env,
-                        route_from_archive, write_route)
+from .goexplore import ArchiveError, fingerprint, latest_archive, read_archive, replay, route_from_archive, write_route
+from .vecenv import env_config, make
 
 
 def _config_of(args_set: list[str]) -> dict:
@@ -30,6 +30,15 @@ def _config_of(args_set: list[str]) -> dict:
             raise SystemExit(f"--set expects KEY=VALUE, got {item!r}")
         out[key] = value
     return out
+
+
+def replay_env(route: dict, overrides: dict | None = None):
+    """A one-agent env with the route's config and Go-Explore off, for replaying it."""
+    config = dict(route.get("config") or {})
+    config.update(overrides or {})
+    if "go_explore" in config:
+        config["go_explore"] = 0
+    return make(route["env"], 1, config=config, num_threads=1)
 
 
 def cmd_show(args):
@@ -49,7 +58,6 @@ def cmd_show(args):
 
 def cmd_export(args):
     from .image import write_gif
-    from .vecenv import env_config
     path = latest_archive(args.checkpoint_dir, args.env) if args.archive == "latest" else Path(args.archive)
     archive = read_archive(path)
     config = env_config(args.env)

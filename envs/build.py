@@ -153,16 +153,18 @@ class EnvBuildError(RuntimeError):
 _loaded = {}  # resolved header path -> module, so one process loads each build once
 
 
-def cache_dir():
-    """Where built env modules live: $PUFFGPU_ENV_CACHE, else $PUFFGPU_CACHE/envs, else
-    ~/.cache/puffgpu/envs (the package folder may be read-only once installed)."""
-    env = os.environ.get("PUFFGPU_ENV_CACHE")
-    if env:
-        return Path(env).expanduser()
+def cache_root() -> Path:
+    """puffgpu's cache folder: $PUFFGPU_CACHE, else ~/.cache/puffgpu (env builds under envs/, the
+    kernel tuner's choices under tune/)."""
     root = os.environ.get("PUFFGPU_CACHE")
-    if root:
-        return Path(root).expanduser() / "envs"
-    return Path.home() / ".cache" / "puffgpu" / "envs"
+    return Path(root).expanduser() if root else Path.home() / ".cache" / "puffgpu"
+
+
+def cache_dir():
+    """Where built env modules live: $PUFFGPU_ENV_CACHE, else cache_root()/envs (the package folder
+    may be read-only once installed)."""
+    env = os.environ.get("PUFFGPU_ENV_CACHE")
+    return Path(env).expanduser() if env else cache_root() / "envs"
 
 
 def _compiler():

@@ -119,6 +119,25 @@ class GoExploreMixin:
         self.load_archive_bytes(path.read_bytes(), str(path))
         return int(self.archive_info()["cells"])
 
+    def save_checkpoint_archive(self, checkpoint) -> Path | None:
+        """Saves the archive beside a checkpoint (archive_path); None without an archive."""
+        return self.save_archive(archive_path(checkpoint)) if self.archive_enabled else None
+
+    def restore_checkpoint_archive(self, checkpoint) -> str | None:
+        """Loads the archive saved beside a checkpoint, if this env keeps one; returns a line for
+        the user (what was restored, or why it starts empty). An archive that does not fit this
+        env (another level, frameskip, time limit) or is corrupt is an ArchiveError."""
+        if not self.archive_enabled:
+            return None
+        path = archive_path(checkpoint)
+        if not path.exists():
+            return f"warning: {path} does not exist: Go-Explore starts with an empty archive"
+        try:
+            cells = self.load_archive(path)
+        except ArchiveError as e:
+            raise ArchiveError(f"cannot restore the Go-Explore archive: {e}") from None
+        return f"restored the Go-Explore archive {path}: {cells} cells"
+
     def reset_real(self, index: int, seed: int):
         """Env `index` starts a new episode at the real start with env rng `seed` (a route's)."""
         if self._lib.vec_ge_reset_real(self._live(), int(index), int(seed) & 0xFFFFFFFF) != 0:
@@ -246,16 +265,6 @@ def read_route(path) -> dict:
     if route.get("format") != ROUTE_FORMAT:
         raise ArchiveError(f"{path} is not a route file (format {route.get('format')!r}, expected {ROUTE_FORMAT!r})")
     return route
-
-
-def replay_env(route: dict, overrides: dict | None = None):
-    """A one-agent env with the route's config and Go-Explore off, for replaying it."""
-    from .vecenv import make
-    config = dict(route.get("config") or {})
-    config.update(overrides or {})
-    if "go_explore" in config:
-        config["go_explore"] = 0
-    return make(route["env"], 1, config=config, num_threads=1)
 
 
 def replay(env, route: dict, frames: bool = False) -> dict:

@@ -54,7 +54,8 @@ def _policy(env, args, rng):
 
 def play_route(args):
     """Replays a route file (envs/archive.py export) from the real start: to a GIF, or in a window."""
-    from .goexplore import read_route, replay, replay_env
+    from .archive import replay_env
+    from .goexplore import read_route, replay
     route = read_route(args.route)
     if route["env"] != args.env and not str(args.env).endswith(".h"):
         sys.exit(f"{args.route} is a route of {route['env']}, not {args.env}")

@@ -18,15 +18,21 @@ reached, so N >= total_agents, and N == total_agents for every built-in env (one
 The [env] config reaches the C env's puf_init as PufferLib's Dict (numbers, true/false, text,
 comma lists, read with dict_get/dict_get_str). With num_buffers > 1 the agents form PufferLib's
 env buffers: env.step_buffer(b) steps buffer b alone, without the GIL (see make()).
+
+A trainer needs three more calls, which stand for whatever an env keeps beyond its arrays (a
+Go-Explore env: its archive), so that the trainer names no env feature:
+    env.epoch_metrics()             at rollout end: {key: value} to log as env/<key>
+    env.save_extras(checkpoint)     before a checkpoint's files: saves the env's state beside it
+    env.restore_extras(checkpoint)  on resume: loads it back; returns lines for the user
 """
 
-import configparser
 import os
 from pathlib import Path
 
 import numpy as np
 
 from .build import ENVS_DIR, load_module
+from .ini import parse_value, read_ini
 from .goexplore import GoExploreMixin, check_config
 
 # PufferLib 5.0's default.ini [env] section: present in every env's config, so a trainer can pass
@@ -74,31 +80,6 @@ def env_ini_path(name_or_path):
     return beside
 
 
-def parse_value(text):
-    """PufferLib ini values: ints and floats (with _ digit separators), true/false, else a string."""
-    t = text.strip()
-    low = t.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    try:
-        return int(t.replace("_", ""))
-    except ValueError:
-        pass
-    try:
-        return float(t.replace("_", ""))
-    except ValueError:
-        return t
-
-
-def read_ini(path):
-    """{section: {key: value}} of a PufferLib-style ini file ([base], [vec], [env], [train])."""
-    parser = configparser.ConfigParser(interpolation=None, inline_comment_prefixes=(";", "#"))
-    parser.optionxform = str  # keys are case-sensitive, as in PufferLib
-    with open(path) as f:
-        parser.read_file(f)
-    return {s: {k: parse_value(v) for k, v in parser.items(s)} for s in parser.sections()}
-
-
 def env_config(name_or_path):
     """The [env] keys an env accepts, with their defaults: PufferLib's default [env] keys updated
     by the [env] section of the env's .ini."""
@@ -118,7 +99,8 @@ def _usable_cpus():
 
 class VecEnv(GoExploreMixin):
     """See the module docstring. Create with envs.make(). Go-Explore's archive methods
-    (archive_stats, save_archive, ...) come from envs/goexplore.py."""
+    (archive_stats, save_archive, ...) come from envs/goexplore.py; a trainer reaches them only
+    through epoch_metrics, save_extras and restore_extras."""
 
     def __init__(self, name_or_path, total_agents, config=None, num_threads=None, seed=0,
                  check_actions=True, num_buffers=1):
@@ -224,7 +206,8 @@ class VecEnv(GoExploreMixin):
         """Steps buffer b's envs only (its rows of env.actions, or `actions` [rows, K] copied in
         first). Releases the GIL while the C envs step, so another thread can run meanwhile;
         two different buffers may be stepped at once. threads: OpenMP threads for this buffer
-        (default: num_threads / num_buffers, as PufferLib splits them)."""
+        (default: num_threads / num_buffers, as PufferLib splits them). With one buffer this is
+        step(): a trainer steps any number of buffers the same way."""
         vec = self._live()
         e0, e1, r0, r1 = self.buffers[b]
         if actions is not None:
@@ -238,6 +221,8 @@ class VecEnv(GoExploreMixin):
         if threads is None:
             threads = max(1, self.num_threads // self.num_buffers)
         self._lib.vec_step_range(vec, e0, e1, int(threads))
+        if self.num_buffers == 1:  # no other buffer can be stepping: merge Go-Explore's findings now, as step() does
+            self._lib.vec_ge_sync(vec)
 
     def set_clear_outputs(self, on):
         """False: rewards/terminals are left to the env between steps (PufferLib's CPU evaluator
@@ -343,6 +328,25 @@ class VecEnv(GoExploreMixin):
         """Episode stats since the last call, averaged over the episodes that finished
         (PufferLib's vec_log): {'perf': ..., 'score': ..., ..., 'n': episodes}; {} if none."""
         return self._log_range(0, self.num_envs)
+
+    # ---- hooks a trainer calls at rollout end and at checkpoints, naming no env feature ----
+
+    def epoch_metrics(self):
+        """What a trainer logs at the end of each rollout, as env/<key>: the episode stats of
+        log() (read and cleared) and, for an env that keeps a Go-Explore archive, its figures
+        (archive_stats(), read after log() has merged the rollout's findings)."""
+        return {**self.log(), **self.archive_stats()}
+
+    def save_extras(self, checkpoint):
+        """Saves beside `checkpoint` (the path of the policy weights) the env state that resuming
+        needs: the Go-Explore archive, if this env keeps one. Returns the files written. Call it
+        before the checkpoint itself is complete, so that a complete checkpoint implies them."""
+        return [p for p in (self.save_checkpoint_archive(checkpoint),) if p is not None]
+
+    def restore_extras(self, checkpoint):
+        """Loads what save_extras saved beside `checkpoint`; returns lines for the user (what was
+        restored, or why not). Files that do not fit this env are a ValueError (ArchiveError)."""
+        return [m for m in (self.restore_checkpoint_archive(checkpoint),) if m is not None]
 
     def log_counts(self):
         """Episodes finished by each env since its log was last read: float32 [num_envs]."""

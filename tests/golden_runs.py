@@ -15,7 +15,7 @@ from trainer.kernels.advantage import compute_advantage
 from trainer.kernels.mingru import mingru_scan_backward, mingru_scan_forward, mingru_step
 from trainer.kernels.ppo import ppo_loss, reduce_logstd_grad, reduce_stats
 from trainer.learner import Learner, LearnerConfig, Muon
-from trainer.metrics import STATS
+from trainer.metrics import PPO_STATS
 from trainer.policy import Activations, Policy, Rollout, policy_backward, policy_forward
 from trainer.spec import PolicySpec, ceil4, flatten, pack_mask, unflatten
 
@@ -187,7 +187,7 @@ def ppo_case(gpu, name: str, family: str = "ppo"):
     rows = gpu.array(np.full(M * spec.Kc, np.nan, np.float32), "dlogstd_rows") if spec.Kc else None
     dlogstd = gpu.buffer(4 * max(1, spec.Kc), "dlogstd")
     # two stat slots, written to slot 1: the reduction must address its slot
-    stats, logs = gpu.buffer(4 * M * len(STATS), "stats"), gpu.buffer(4 * 2 * len(STATS), "logs")
+    stats, logs = gpu.buffer(4 * M * len(PPO_STATS), "stats"), gpu.buffer(4 * 2 * len(PPO_STATS), "logs")
     plan = gpu.plan(name)
     ppo_loss(plan, out=out.range(), out_stride=out_stride, actions=b["actions"].range(), logprobs=b["logprobs"].range(),
              values=b["values"].range(), advantages=b["advantages"].range(), returns=b["returns"].range(),
@@ -206,14 +206,14 @@ def ppo_case(gpu, name: str, family: str = "ppo"):
         if not np.all(d[:, cols][g["mask"][:, cols] == 0] == 0):
             raise AssertionError(f"{label}: a masked-out logit got a gradient")
     checks = [(f"{label} dout", d[:, :spec.out], g["dout"], "ppo")]
-    per = gpu.read(stats).reshape(M, len(STATS))
+    per = gpu.read(stats).reshape(M, len(PPO_STATS))
     if "entropy" in g:
         checks.append((f"{label} entropy per element", per[:, 2], g["entropy"], "ppo"))
     if "logp" in g:
         checks.append((f"{label} logp per element", g["logprobs"] - per[:, 4], g["logp"], "ppo"))
-    got = gpu.read(logs).reshape(2, len(STATS))[1]
+    got = gpu.read(logs).reshape(2, len(PPO_STATS))[1]
     checks += [(f"reduce_stats {name} {k}", got[i:i + 1], g["stats"][i:i + 1], "ppo_stats")
-               for i, k in enumerate(STATS)]
+               for i, k in enumerate(PPO_STATS)]
     if spec.Kc:
         checks.append((f"{label} dlogstd", gpu.read(dlogstd)[:spec.Kc], g["dlogstd"].reshape(-1), "ppo_logstd"))
     return checks
@@ -284,7 +284,7 @@ def learner_case(gpu, name: str, family: str = "learner"):
                        (f"{label} {t.name} change", w[t.name] - prev[t.name], want - prev[t.name], "learner_step"),
                        (f"{label} {t.name} momentum", mom[t.name], g[f"momentum{mb + 1}.{t.name}"], "learner_step")]
         checks += [(f"{label} stat {k}", res["per_minibatch"][0, i:i + 1], g["stats"][mb, i:i + 1], "learner_stats")
-                   for i, k in enumerate(STATS + ("grad_norm",))]
+                   for i, k in enumerate(PPO_STATS + ("grad_norm",))]
         if "clip" in m and m["clip"][mb] < 1.0 and not res["grad_norm"] > m["max_grad_norm"]:
             raise AssertionError(f"{label}: the reference clipped the gradient, the GPU's grad norm "
                                  f"{res['grad_norm']:.4g} <= max_grad_norm {m['max_grad_norm']}")

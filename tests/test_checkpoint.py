@@ -1,4 +1,5 @@
 """Checkpoints: PufferLib size and layout, bit-exact round trip through the GPU, clear refusals, atomic writes."""
+import json
 import os
 import subprocess
 import sys
@@ -94,12 +95,33 @@ def test_latest_is_highest_step_with_sidecar(tmp_path):
         ckpt.latest(tmp_path, "memory")
 
 
-def test_momentum_roundtrip(tmp_path):
+def test_momentum_roundtrip(tmp_path, monkeypatch):
     w = np.random.default_rng(0).standard_normal(SPEC.num_floats).astype(np.float32)
     m = -w
+    written = []
+    real_write = ckpt.atomic_write
+    monkeypatch.setattr(ckpt, "atomic_write", lambda p, b: (written.append(p.name), real_write(p, b))[1])
     path = ckpt.save(tmp_path / "a.bin", w, SPEC, "platformer", 5, momentum=m, state={"epoch": 3})
+    assert written == ["a.bin", "a.momentum", "a.json"]  # the sidecar last: complete once it exists
+    assert [p.name for p in tmp_path.glob("*.bin")] == ["a.bin"]  # no *.bin glob picks the momentum
     w2, m2, meta = ckpt.load(path, SPEC, with_momentum=True)
     assert np.array_equal(w2, w) and np.array_equal(m2, m) and meta["trainer_state"] == {"epoch": 3}
+
+
+def test_momentum_of_older_checkpoints_still_loads(tmp_path):
+    """Older checkpoints name the momentum <step>.momentum.bin (their sidecar says so)."""
+    w = np.random.default_rng(2).standard_normal(SPEC.num_floats).astype(np.float32)
+    path = ckpt.save(ckpt.checkpoint_path(tmp_path, "platformer", "old", 7), w, SPEC, "platformer", 7,
+                     momentum=2 * w, state={"epoch": 1})
+    side = ckpt.sidecar_path(path)
+    meta = json.loads(side.read_text())
+    old = path.with_suffix(".momentum.bin")
+    ckpt.momentum_path(path).rename(old)
+    meta["momentum"]["file"] = old.name
+    side.write_text(json.dumps(meta))
+    _, m, _ = ckpt.load(path, SPEC, with_momentum=True)
+    assert np.array_equal(m, 2 * w)
+    assert ckpt.latest(tmp_path, "platformer") == path  # the old momentum file is not a checkpoint
 
 
 def test_export_safetensors(tmp_path):

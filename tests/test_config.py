@@ -119,6 +119,18 @@ def test_key_no_pufferlib_version_knows_is_an_error(tmp_path):
                                                          "puffgpu does not implement: [torch] network"]
 
 
+def test_unparsable_ini_line_names_file_and_line(tmp_path):
+    header = tmp_path / "e" / "e.h"
+    header.parent.mkdir()
+    header.write_text("")
+    (tmp_path / "e" / "e.ini").write_text("[env]\n; the delay\ndelay = 3\nthis is not a key\n")
+    with pytest.raises(config.ConfigError, match=r"e\.ini:4: cannot parse 'this is not a key'"):
+        config.load(str(header))
+    (tmp_path / "e" / "e.ini").write_text("[env]\n; the delay\ndelay = 3\n")
+    cfg, desc = config.load(str(header))
+    assert cfg["env"]["delay"] == 3 and desc[("env", "delay")] == "the delay"
+
+
 def test_flags_naming_unimplemented_pufferlib_keys_are_errors():
     with pytest.raises(config.ConfigError, match=r"--train.update_epochs: unknown key \[train\] update_epochs "
                                                  r"\(a PufferLib key that puffgpu does not implement\)"):

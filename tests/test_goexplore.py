@@ -390,6 +390,27 @@ def test_save_load_round_trip_and_refusals(explored, tmp_path):
         e.close()
 
 
+def test_trainer_hooks_save_and_restore_the_archive_beside_a_checkpoint(tmp_path):
+    """What the trainer calls (it names no env feature): epoch_metrics, save_extras, restore_extras."""
+    env = envs.make("platformer_sparse", 16, config=SPARSE_GE, seed=4, num_threads=1)
+    env.reset()
+    rng = np.random.default_rng(4)
+    for _ in range(50):
+        env.step(rng.integers(0, 3, size=env.actions.shape).astype(np.float32))
+    m = env.epoch_metrics()
+    assert m["archive_cells"] == env.archive_stats()["archive_cells"] > 0
+    ckpt = tmp_path / f"{800:016d}.bin"
+    assert env.save_extras(ckpt) == [archive_path(ckpt)]
+    fresh = envs.make("platformer_sparse", 16, config=SPARSE_GE, seed=4, num_threads=1)
+    assert fresh.restore_extras(ckpt) == [f"restored the Go-Explore archive {archive_path(ckpt)}: "
+                                          f"{int(m['archive_cells'])} cells"]
+    assert "does not exist" in fresh.restore_extras(tmp_path / "none.bin")[0]
+    plain = envs.make("platformer", 4, num_threads=1)
+    assert plain.save_extras(ckpt) == [] and plain.restore_extras(ckpt) == []
+    for e in (env, fresh, plain):
+        e.close()
+
+
 SMOKE = ["--vec.total_agents", "64", "--train.horizon", "16", "--train.minibatch_size", "256", "--policy.hidden_size",
          "16", "--policy.num_layers", "2", "--env.go_explore", "0.8", "--base.checkpoint_interval", "1"]
 

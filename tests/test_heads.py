@@ -11,7 +11,7 @@ from trainer.kernels.advantage import compute_advantage
 from trainer.kernels.ppo import ppo_loss, reduce_logstd_grad
 from trainer.kernels.sample import sample_actions
 from trainer.learner import Learner, LearnerConfig
-from trainer.metrics import STATS
+from trainer.metrics import PPO_STATS
 from trainer.policy import Policy, Rollout, RolloutStep
 from trainer.spec import PolicySpec, ceil4, init_weights, pack_mask, unflatten
 
@@ -137,7 +137,7 @@ def test_freeze_continuous_ablation(gpu):
         b = {k: gpu.array(g[k], k) for k in ("actions", "logprobs", "values", "advantages", "returns")}
         out, dout = gpu.array(gr.pad_rows(g["out"], ldo), "out"), gpu.buffer(4 * M * ldo, "dout")
         rows, dls = gpu.buffer(4 * M * spec.Kc, "rows"), gpu.buffer(4 * spec.Kc, "dlogstd")
-        stats = gpu.buffer(4 * M * len(STATS), "stats")
+        stats = gpu.buffer(4 * M * len(PPO_STATS), "stats")
         plan = gpu.plan("freeze")
         ppo_loss(plan, out=out.range(), out_stride=ldo, actions=b["actions"].range(), logprobs=b["logprobs"].range(),
                  values=b["values"].range(), advantages=b["advantages"].range(), returns=b["returns"].range(),

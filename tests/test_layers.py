@@ -21,3 +21,11 @@ def test_config_and_checkpoint_do_not_load_wgpu():
             "assert 'wgpu' not in sys.modules, sorted(m for m in sys.modules if 'wgpu' in m)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
+
+
+def test_run_help_does_not_load_wgpu():
+    code = ("import sys; from trainer import run; assert run.main(['--help']) == 0; "
+            "assert 'wgpu' not in sys.modules, 'trainer.run --help loaded wgpu'")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert "--train.learning_rate" in r.stdout

@@ -2,7 +2,7 @@
 
     <checkpoint_dir>/<env>/<run_id>/<global_step:016d>.bin        raw little-endian float32 weights
     <checkpoint_dir>/<env>/<run_id>/<global_step:016d>.json       sidecar: env, D, H, L, heads, step, config, sha256
-    <checkpoint_dir>/<env>/<run_id>/<global_step:016d>.momentum.bin  Muon momentum (same layout), for resuming
+    <checkpoint_dir>/<env>/<run_id>/<global_step:016d>.momentum      Muon momentum (same layout), for resuming
 
 The .bin is exactly what PufferLib 5.0 reads and writes (tensors in order encoder, decoder, logstd
 for continuous heads, MinGRU layers, each zero-padded to a multiple of 8 floats; no header), so it
@@ -10,6 +10,11 @@ loads in PufferLib and PufferLib's files load here. Policies that mix discrete a
 (hybrid, puffgpu only) use the same layout rule; their sidecar says `"puffgpu_only": true`. Every file is written to a temporary name, fsynced and renamed, so a
 crash never leaves a half-written checkpoint under the final name; the sidecar is renamed last,
 so a checkpoint is complete exactly when its sidecar exists.
+
+The momentum file has the weights' size and layout, so it must not end in .bin: a script that
+takes the last *.bin of a run folder would hand it to an evaluator, which loads it without
+complaint and scores 0. Older checkpoints name it <global_step:016d>.momentum.bin; the sidecar
+records the name, so resuming reads either.
 """
 from __future__ import annotations
 
@@ -40,7 +45,13 @@ def sidecar_path(bin_path: Path) -> Path:
 
 
 def momentum_path(bin_path: Path) -> Path:
-    return Path(bin_path).with_suffix(".momentum.bin")
+    return Path(bin_path).with_suffix(".momentum")
+
+
+def _momentum_file(bin_path: Path, meta: dict) -> Path:
+    """The momentum file its sidecar names (older checkpoints: <step>.momentum.bin)."""
+    name = meta.get("momentum", {}).get("file")
+    return Path(bin_path).with_name(name) if name else momentum_path(bin_path)
 
 
 def _sha256(b: bytes) -> str:
@@ -117,7 +128,7 @@ def load(path: str | Path, spec: PolicySpec, env: str | None = None, with_moment
     if not with_momentum:
         return weights, meta
     momentum = None
-    mpath = momentum_path(path)
+    mpath = _momentum_file(path, meta)
     if "momentum" in meta and mpath.exists():
         mblob = mpath.read_bytes()
         if _sha256(mblob) != meta["momentum"]["sha256"] or len(mblob) != spec.nbytes:

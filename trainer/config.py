@@ -13,14 +13,12 @@ command-line flag names that puffgpu does not implement.
 """
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
 import envs
-from envs.vecenv import parse_value
+from envs.ini import IniError, parse_value, read_ini_described, unquote
 
-from .learner import check_minibatching
 
 DEFAULT_INI = Path(__file__).resolve().parent / "default.ini"
 SECTIONS = ("base", "vec", "env", "policy", "train")
@@ -71,40 +69,21 @@ class ConfigError(ValueError):
 
 
 def read_described_ini(path: Path) -> tuple[dict, dict]:
-    """({section: {key: value}}, {(section, key): description}) — a key's description is the
-    comment line(s) right above it."""
-    values, desc = {}, {}
-    section, comment = None, []
-    for raw in Path(path).read_text().splitlines():
-        line = raw.strip()
-        if not line:
-            comment = []
-            continue
-        if line[0] in ";#":
-            comment.append(line[1:].strip())
-            continue
-        m = re.fullmatch(r"\[\s*([\w.-]+)\s*\]", line)
-        if m:
-            section, comment = m.group(1), []
-            values.setdefault(section, {})
-            continue
-        m = re.fullmatch(r"([\w.-]+)\s*[=:]\s*(.*?)\s*(?:[;#].*)?", line)
-        if not m or section is None:
-            raise ConfigError(f"{path}: cannot parse line {raw!r}")
-        key = m.group(1)
-        values[section][key] = _value(m.group(2))
-        if comment:
-            desc[(section, key)] = " ".join(comment)
-        comment = []
-    return values, desc
+    """({section: {key: value}}, {(section, key): description}) of a config ini, a value "None"
+    (any case) read as None; a line that does not parse is a ConfigError naming file and line."""
+    try:
+        values, desc = read_ini_described(path)
+    except IniError as e:
+        raise ConfigError(str(e)) from None
+    return {s: {k: _none(v) for k, v in kv.items()} for s, kv in values.items()}, desc
+
+
+def _none(v):
+    return None if isinstance(v, str) and v.lower() == "none" else v
 
 
 def _value(text: str):
-    text = text.strip()
-    if len(text) >= 2 and text[0] in "'\"" and text[-1] == text[0]:  # PufferLib strips quotes
-        text = text[1:-1]
-    v = parse_value(text)
-    return None if isinstance(v, str) and v.lower() == "none" else v
+    return _none(parse_value(unquote(text)))
 
 
 def _coerce(section: str, key: str, default, value, source: str):
@@ -195,6 +174,26 @@ def split_flag(name: str) -> tuple[str, str]:
     else:
         section, key = "base", name
     return section, key
+
+
+def num_minibatches(N: int, T: int, minibatch_size: int, replay_ratio: float) -> int:
+    return int(replay_ratio * N * T / minibatch_size)
+
+
+def check_minibatching(N: int, T: int, minibatch_size: int, replay_ratio: float = 1.0):
+    """PufferLib's validity rules, plus whole row blocks (a minibatch never straddles the last agent)."""
+    if minibatch_size % T:
+        raise ValueError(f"train.minibatch_size ({minibatch_size}) must be a multiple of train.horizon ({T}): "
+                         f"a minibatch is whole agent rows of the horizon")
+    if minibatch_size > N * T:
+        raise ValueError(f"train.minibatch_size ({minibatch_size}) is more than horizon × agents "
+                         f"({T} × {N} = {N * T}); lower it or raise vec.total_agents")
+    R = minibatch_size // T
+    if N % R:
+        raise ValueError(f"vec.total_agents ({N}) must be a multiple of minibatch_size / horizon ({R} rows) so "
+                         f"minibatches are contiguous row blocks")
+    if num_minibatches(N, T, minibatch_size, replay_ratio) < 1:
+        raise ValueError(f"train.replay_ratio ({replay_ratio}) gives no minibatch: need replay_ratio·N·T ≥ minibatch_size")
 
 
 def validate(cfg: dict, num_agents: int | None = None):

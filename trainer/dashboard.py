@@ -4,6 +4,8 @@ from __future__ import annotations
 import sys
 import time
 
+from . import metrics as names
+
 
 def fmt_int(n: float) -> str:
     n = float(n)
@@ -14,6 +16,7 @@ def fmt_int(n: float) -> str:
 
 
 def fmt_time(s: float) -> str:
+    """A duration as the dashboard, the run's last line and the sweep's table show it: 1h02m, 3m05s, 12s."""
     s = int(max(0, s))
     h, m, sec = s // 3600, (s % 3600) // 60, s % 60
     return f"{h}h{m:02d}m" if h else (f"{m}m{sec:02d}s" if m else f"{sec}s")
@@ -26,8 +29,6 @@ class Dashboard:
     # success rate from the real start only, where Go-Explore starts some episodes elsewhere
     ENV_LINE = ("perf", "start_perf", "score", "episode_length")
     ENV_COUNTS = ("env/archive_cells", "env/archive_goal_steps", "env/archive_dropped")  # shown as integers
-    LOSSES = ("policy_loss", "value_loss", "entropy", "approx_kl", "old_approx_kl", "clipfrac", "importance",
-              "grad_norm")
 
     def __init__(self, env: str, adapter: str, run_id: str, total_steps: int, live: bool | None = None):
         self.env, self.adapter, self.run_id, self.total = env, adapter, run_id, total_steps
@@ -75,11 +76,11 @@ class Dashboard:
             for k, v in rows:
                 t.add_row(k, v)
             return t
-        losses = table("Losses", [(k, f"{m[k]:.4f}") for k in self.LOSSES if k in m]
+        losses = table("Losses", [(k, f"{m[k]:.4f}") for k in names.LOSSES if k in m]
                        + [("learning_rate", f"{m['learning_rate']:.5f}")])
-        envs = table("Env", [(k[4:], f"{v:.0f}" if k in self.ENV_COUNTS else f"{v:.4f}")
-                             for k, v in m.items() if k.startswith("env/")])
-        times = table("Time", [(k[5:], f"{m[k]:.0%}") for k in ("time/env", "time/inference", "time/learn")]
+        envs = table("Env", [(k[len(names.ENV_PREFIX):], f"{v:.0f}" if k in self.ENV_COUNTS else f"{v:.4f}")
+                             for k, v in m.items() if k.startswith(names.ENV_PREFIX)])
+        times = table("Time", [(k, f"{m[names.TIME_PREFIX + k]:.0%}") for k in names.PHASES]
                       + [("epoch", f"{m['epoch_seconds']:.2f} s")])
         body = Table.grid(expand=True)
         body.add_column(ratio=1)

@@ -21,13 +21,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .config import check_minibatching, num_minibatches
 from .gpu import GPU, GPUError, Plan, Range
 from .kernels import muon as muon_kernels
 from .kernels import need
 from .kernels.advantage import compute_advantage
 from .kernels.matmul import matmul_backward_input, matmul_backward_weight, matmul_forward
 from .kernels.ppo import ppo_loss, reduce_logstd_grad, reduce_stats
-from .metrics import STATS
+from .metrics import PPO_STATS
 from .policy import Activations, Policy, Rollout, policy_backward, policy_forward
 from .spec import PolicySpec
 
@@ -50,26 +51,6 @@ class LearnerConfig:
     vtrace_rho_clip: float = 1.0
     vtrace_c_clip: float = 1.0
     freeze_continuous: bool = False  # an ablation: no gradient from the continuous heads (means, logstd)
-
-
-def num_minibatches(N: int, T: int, minibatch_size: int, replay_ratio: float) -> int:
-    return int(replay_ratio * N * T / minibatch_size)
-
-
-def check_minibatching(N: int, T: int, minibatch_size: int, replay_ratio: float = 1.0):
-    """PufferLib's validity rules, plus whole row blocks (a minibatch never straddles the last agent)."""
-    if minibatch_size % T:
-        raise ValueError(f"train.minibatch_size ({minibatch_size}) must be a multiple of train.horizon ({T}): "
-                         f"a minibatch is whole agent rows of the horizon")
-    if minibatch_size > N * T:
-        raise ValueError(f"train.minibatch_size ({minibatch_size}) is more than horizon × agents "
-                         f"({T} × {N} = {N * T}); lower it or raise vec.total_agents")
-    R = minibatch_size // T
-    if N % R:
-        raise ValueError(f"vec.total_agents ({N}) must be a multiple of minibatch_size / horizon ({R} rows) so "
-                         f"minibatches are contiguous row blocks")
-    if num_minibatches(N, T, minibatch_size, replay_ratio) < 1:
-        raise ValueError(f"train.replay_ratio ({replay_ratio}) gives no minibatch: need replay_ratio·N·T ≥ minibatch_size")
 
 
 class Muon:
@@ -185,8 +166,8 @@ class Learner:
         self.act = Activations(gpu, spec, self.R, T)
         self.advantages = gpu.buffer(4 * self.M, "learn.advantages")
         self.returns = gpu.buffer(4 * self.M, "learn.returns")
-        self.stats = gpu.buffer(4 * self.M * len(STATS), "learn.stats")
-        self.logs = gpu.buffer(4 * self.num_minibatches * len(STATS), "learn.logs")
+        self.stats = gpu.buffer(4 * self.M * len(PPO_STATS), "learn.stats")
+        self.logs = gpu.buffer(4 * self.num_minibatches * len(PPO_STATS), "learn.logs")
         self.masks = masks
         self.dlogstd_rows = gpu.buffer(4 * self.M * spec.Kc, "learn.dlogstd_rows") if spec.Kc else None
         self.scalars = gpu.buffer(16 * self.num_minibatches, "learn.scalars")  # (clip, ‖g‖, _, _) per minibatch
@@ -232,9 +213,9 @@ class Learner:
         idx = list(range(self.num_minibatches)) if minibatches is None else list(minibatches)
         self.muon.set_lr(lr)
         self.gpu.run([self.plans[m] for m in idx])
-        logs = self.gpu.read(self.logs).reshape(self.num_minibatches, len(STATS))[idx]
+        logs = self.gpu.read(self.logs).reshape(self.num_minibatches, len(PPO_STATS))[idx]
         scal = self.gpu.read(self.scalars).reshape(self.num_minibatches, 4)[idx]
-        out = {k: float(logs[:, i].mean()) for i, k in enumerate(STATS)}
+        out = {k: float(logs[:, i].mean()) for i, k in enumerate(PPO_STATS)}
         out["grad_norm"] = float(scal[:, 1].mean())
         out["per_minibatch"] = np.concatenate([logs, scal[:, 1:2]], axis=1)
         return out

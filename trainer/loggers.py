@@ -1,7 +1,9 @@
-"""Optional experiment loggers beside the JSONL log: TensorBoard event files and Weights & Biases.
+"""A run's loggers: the JSONL log, TensorBoard event files and Weights & Biases.
 
-The JSONL log (`<log_dir>/<env>/<run_id>.jsonl`) stays the source of truth; these mirror it for the
-tools people watch runs in. Turned on by config:
+The JSONL log (`<log_dir>/<env>/<run_id>.jsonl`) is always written and is the source of truth: a
+"config" line when a run starts or resumes, then one "epoch" line per epoch, each line written
+(opened, appended, closed) as it happens so that a killed run leaves only whole lines. The others
+mirror it for the tools people watch runs in. Turned on by config:
 
     --base.tensorboard 1   event files in <log_dir>/<env>/<run_id>/  (tensorboard --logdir logs/<env>)
     --base.wandb 1         a W&B run (project/group/name from [base] wandb_*; wandb_mode offline
@@ -16,13 +18,14 @@ Neither imports torch.
 """
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
-from .metrics import STATS
+from . import metrics
 
-LOSS_KEYS = frozenset(STATS + ("grad_norm",))
-SKIP = frozenset(("epoch", "epochs", "global_step", "eta"))  # x axis and bookkeeping, not curves
+LOSS_KEYS = frozenset(metrics.LOSSES)
+SKIP = frozenset(metrics.PROGRESS)  # x axis and bookkeeping, not curves
 
 EXTRAS = {  # config key → (module, pip extra)
     "tensorboard": ("tensorboardX", "tensorboard"),
@@ -88,6 +91,25 @@ def config_markdown(header: dict) -> str:
     return "\n".join(lines)
 
 
+class JsonlLogger:
+    """The run's JSONL log: the header as a "config" line now, then an "epoch" line per log()."""
+
+    def __init__(self, header: dict, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._write({"type": "config", **header})
+
+    def _write(self, row: dict):
+        with open(self.path, "a") as f:
+            f.write(json.dumps(row) + "\n")
+
+    def log(self, metrics: dict):
+        self._write({"type": "epoch", **metrics})
+
+    def close(self):
+        pass
+
+
 class TensorBoardLogger:
     def __init__(self, header: dict, run_dir: Path):
         tbx = _import("tensorboard")
@@ -124,12 +146,16 @@ class WandbLogger:
 
 
 class Loggers:
-    """All of a run's optional loggers: log(metrics) once per epoch (after the JSONL line), close()
-    at the end. `extra` are more objects with log/close (the sweep's reporter to Ray Tune)."""
+    """All of a run's loggers, called in order: the JSONL log at `log_path`, then TensorBoard and
+    W&B (as the config asks; their files go in the folder beside it, named like the log without
+    .jsonl), then `extra` objects with log/close (the sweep's reporter to Ray Tune, which may end
+    the run inside its log call). log(metrics) once per epoch, close() at the end."""
 
-    def __init__(self, cfg: dict, header: dict, run_dir: Path, extra=()):
+    def __init__(self, cfg: dict, header: dict, log_path: Path, extra=()):
         base = cfg["base"]
-        self.sinks = []
+        self.path = Path(log_path)
+        run_dir = self.path.with_suffix("")
+        self.sinks = [JsonlLogger(header, self.path)]
         try:
             if base.get("tensorboard"):
                 self.sinks.append(TensorBoardLogger(header, run_dir))
@@ -151,4 +177,3 @@ class Loggers:
             except Exception as e:  # a logger that fails to flush must not hide the run's result
                 print(f"warning: closing {type(s).__name__} failed: {e}", flush=True)
         self.sinks = []
-

@@ -42,14 +42,15 @@ from pathlib import Path
 from envs.atomic import atomic_write
 
 from . import config as config_mod
+from .metrics import LOSSES, RUN
+from .dashboard import fmt_time
 
 DISTRIBUTIONS = ("uniform", "int_uniform", "uniform_pow2", "log_normal", "logit_normal")
 METHODS = ("tpe", "random")
 # PufferLib keys that puffgpu reads but does not use (its Protein method's knobs): warned about
 PUFFERLIB_SWEEP_KEYS = {"metric_distribution", "downsample", "prune_pareto", "early_stop_quantile", "use_gpu"}
 PUFFERLIB_PARAM_KEYS = {"scale", "mean"}
-TRAINER_METRICS = {"sps", "learning_rate", "epoch_seconds", "elapsed", "grad_norm", "policy_loss", "value_loss",
-                   "entropy", "approx_kl", "old_approx_kl", "clipfrac", "importance", "loss"}
+TRAINER_METRICS = frozenset(RUN + LOSSES)  # a metric named otherwise is the env's (env/<name>)
 
 
 class SweepError(ValueError):
@@ -275,9 +276,8 @@ def sweep_name(sw: Sweep) -> str:
 
 def local_adapters() -> list[str]:
     """Device names of this machine's GPU adapters (one entry for a CPU-only machine: lavapipe)."""
-    from .gpu import GPUError, INSTALL_HINT
-    import wgpu
-    found = [a.info for a in wgpu.gpu.enumerate_adapters_sync() if str(a.info.get("backend_type")).lower() != "opengl"]
+    from .gpu import GPUError, INSTALL_HINT, usable_adapters
+    found = [a.info for a in usable_adapters()]  # real GPUs first
     gpus = [i for i in found if str(i.get("adapter_type", "")).lower() != "cpu"]
     names = list(dict.fromkeys(str(i.get("device") or i.get("vendor")) for i in (gpus or found[:1])))
     if not names:
@@ -399,10 +399,6 @@ def fmt(v) -> str:
     if isinstance(v, float):
         return f"{v:.4g}"
     return str(v)
-
-
-def fmt_s(s: float) -> str:
-    return f"{s / 60:.1f} min" if s >= 120 else f"{s:.0f} s"
 
 
 def start_ray(address: str | None, sw: Sweep):
@@ -536,7 +532,7 @@ def trial_rows(sw: Sweep, name: str, trials) -> list[dict]:
         elif r.get("progress", 0) >= 100:
             status = "done"
         elif r.get("time_total_s", 0) >= cost:
-            status = f"stopped at {r.get('progress', 0)}%: budget {fmt_s(cost)}"
+            status = f"stopped at {r.get('progress', 0)}%: budget {fmt_time(cost)}"
         else:
             status = f"stopped early by ASHA at {r.get('progress', 0)}%"
         value = r.get(sw.metric)
@@ -555,7 +551,7 @@ def table(sw: Sweep, rows: list[dict]) -> str:
     body = []
     for i, w in enumerate(rows, 1):
         body.append([str(i), w["run_id"], w["status"], "—" if math.isnan(w["metric"]) else f"{w['metric']:.4f}",
-                     f"{w['global_step']:,}", fmt_s(w["seconds"])] + [fmt(w["values"].get(k, "")) for k in keys])
+                     f"{w['global_step']:,}", fmt_time(w["seconds"])] + [fmt(w["values"].get(k, "")) for k in keys])
     widths = [max(len(r[c]) for r in [head] + body) for c in range(len(head))]
     line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
     return "\n".join([line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [line(r) for r in body])

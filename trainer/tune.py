@@ -35,9 +35,9 @@ import os
 import re
 import sys
 import time
-from pathlib import Path
 
 from envs.atomic import atomic_write
+from envs.build import cache_root
 
 from .gpu import SHADER_DIR, GPUError, Plan
 from .kernels import Choice, Family
@@ -51,12 +51,6 @@ PROBE_SECONDS = 0.002  # once the best takes longer, a candidate is first run on
 TARGET_SECONDS = 0.004  # GPU time per timed submit (more dispatches of a small product per submit)
 MAX_REPS = 64
 FAMILIES = {f.name: f for f in (MATMUL, MINGRU)}  # the kernel families that have variants
-
-
-def cache_root() -> Path:
-    """$PUFFGPU_CACHE, else ~/.cache/puffgpu (tuning choices, and the env builds under envs/)."""
-    env = os.environ.get("PUFFGPU_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "puffgpu"
 
 
 def kernels_version() -> str:

@@ -2,14 +2,14 @@
 
     ppo_loss             per minibatch element: the clipped policy loss, clipped value loss and
                          entropy; writes dL/dlogits, dL/dmeans, dL/dvalue into dout, the per-element
-                         logstd gradient and the logged statistics (metrics.STATS columns)
+                         logstd gradient and the logged statistics (metrics.PPO_STATS columns)
     reduce_stats         column means of the statistics, fixed summation order
     reduce_logstd_grad   the logstd gradient summed over the minibatch, fixed summation order
 """
 from __future__ import annotations
 
 from ..gpu import GPUError, Plan, Range
-from ..metrics import STATS
+from ..metrics import PPO_STATS
 from . import ceil_div, need, need_heads
 
 WG = 64
@@ -20,12 +20,12 @@ def ppo_loss(plan: Plan, *, out: Range, out_stride: int, actions: Range, logprob
              advantages: Range, returns: Range, act_sizes: Range, dout: Range, stats: Range, M: int,
              spec, cfg, logstd: Range | None = None, mask: Range | None = None,
              dlogstd_rows: Range | None = None):
-    """Fused PPO loss over M elements: dout [M, out_stride], per-element stats [M, len(STATS)] and, with
+    """Fused PPO loss over M elements: dout [M, out_stride], per-element stats [M, len(PPO_STATS)] and, with
     continuous heads, the per-element logstd gradients dlogstd_rows [M, Kc]. `cfg` is a LearnerConfig."""
     label = f"ppo_loss M={M}"
     for name, r, n in (("out", out, (M - 1) * out_stride + spec.out), ("actions", actions, M * spec.K),
                        ("logprobs", logprobs, M), ("values", values, M), ("advantages", advantages, M),
-                       ("returns", returns, M), ("dout", dout, M * out_stride), ("stats", stats, M * len(STATS))):
+                       ("returns", returns, M), ("dout", dout, M * out_stride), ("stats", stats, M * len(PPO_STATS))):
         need(label, name, r, n)
     need_heads(label, spec, logstd=logstd, mask=mask, rows=M)
     if spec.Kc:
@@ -43,8 +43,8 @@ def ppo_loss(plan: Plan, *, out: Range, out_stride: int, actions: Range, logprob
 
 
 def reduce_stats(plan: Plan, *, stats: Range, logs: Range, slot: int, M: int):
-    """logs[slot] = column means of stats [M, len(STATS)], in a fixed order (deterministic)."""
-    S = len(STATS)
+    """logs[slot] = column means of stats [M, len(PPO_STATS)], in a fixed order (deterministic)."""
+    S = len(PPO_STATS)
     need(f"reduce_stats M={M}", "stats", stats, M * S)
     need(f"reduce_stats M={M}", "logs", logs, (slot + 1) * S)
     k = plan.gpu.kernel("ppo.wgsl", "reduce_stats", WG_REDUCE=WG_REDUCE)
