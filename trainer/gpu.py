@@ -209,6 +209,37 @@ def _function_bodies(src: str) -> dict[str, str]:
     return bodies
 
 
+_INCLUDE_RE = re.compile(r'^[ \t]*#include[ \t]+"([^"\n]+)"[ \t]*$')
+
+
+def _expand_includes(name: str, source: str, _chain: tuple[str, ...] = (), _seen: dict | None = None) -> str:
+    """`source` of shader file `name` with every line `#include "file.wgsl"` (a file in SHADER_DIR)
+    replaced by that file's text, itself expanded. WGSL has no include of its own; this lets shaders
+    share functions (heads.wgsl). A file may be included once per shader: a cycle, a second include,
+    a missing file or any other line starting with # is an error naming the file and line."""
+    chain = _chain + (name,)
+    seen = {} if _seen is None else _seen  # included file -> where
+    lines = source.split("\n")
+    for i, line in enumerate(lines):
+        if not line.lstrip().startswith("#"):
+            continue
+        where = f"{name}:{i + 1}"
+        m = _INCLUDE_RE.match(line)
+        if not m:
+            raise GPUError(f"{where}: expected `#include \"file.wgsl\"` on a line of its own, got {line.strip()!r}")
+        inc = m.group(1)
+        path = SHADER_DIR / inc
+        if not path.is_file():
+            raise GPUError(f"{where}: #include \"{inc}\": no such file in {SHADER_DIR}")
+        if inc in chain:
+            raise GPUError(f"{where}: #include \"{inc}\": include cycle {' -> '.join(chain + (inc,))}")
+        if inc in seen:
+            raise GPUError(f"{where}: #include \"{inc}\": already included at {seen[inc]}")
+        seen[inc] = where
+        lines[i] = _expand_includes(inc, path.read_text(encoding="utf-8"), chain, seen)
+    return "\n".join(lines)
+
+
 @dataclass
 class ShaderFile:
     name: str
@@ -225,7 +256,7 @@ class ShaderFile:
         if not path.exists():
             known = ", ".join(sorted(p.name for p in SHADER_DIR.glob("*.wgsl")))
             raise GPUError(f"shader file {name!r} not found in {SHADER_DIR} (have: {known})")
-        source = path.read_text()
+        source = _expand_includes(name, path.read_text(encoding="utf-8"))
         src = _strip_comments(source)
         bindings = []
         for m in _BINDING_RE.finditer(src):
