@@ -4,10 +4,11 @@
 //     nd = 1 − d_{t+1};  ρ = min(ratio_t, ρ̄);  c = min(ratio_t, c̄)   (GAE: ρ = c = 1)
 //     δ = ρ·(r_{t+1} + γ·V_{t+1}·nd − V_t);  A_t = δ + γ·λ·c·nd·A_{t+1}
 //   returns R_t = V_t + A_t;  rewards clamped to [−1, 1];  V = live value (decoder column A).
-//   ratio_t = exp(logp_new − logp_old) (V-trace only), logp_new = Σ_h log p(a_h) over the heads in order:
+//   ratio_t = exp(logp_new − logp_old) (V-trace only), logp_new = Σ_h log p(a_h) over the heads in order,
+//   with the head distributions of heads.wgsl (the same functions as sampling and the PPO loss):
 //     discrete: log softmax(l)[a_h], l = the head's logits with −1e4 where the action mask says illegal;
 //     continuous (the k-th): −½((a − μ)/σ)² − ½log 2π − s, μ = clamp(mean, ±1e6),
-//     s = clamp(logstd[k], −20, 2), σ = eˢ, a = clamp(action, ±1e6)   (as ppo.wgsl)
+//     s = clamp(logstd[k], −20, 2), σ = eˢ, a = clamp(action, ±1e6)
 //   (r_t, d_t stored beside o_t are the outcome of a_{t−1}: the transition t → t+1 uses r_{t+1}, d_{t+1}.)
 //
 // Shapes (minibatch rows, row = r·T + t): out [R·T, out_stride] (A head columns, value), actions [R·T, K],
@@ -40,37 +41,23 @@ struct Params {
 
 override WG: u32 = 64u;
 
-const MASKED_LOGIT: f32 = -1e4;
-const MU_MAX: f32 = 1e6;
-const HALF_LOG_2PI: f32 = 0.9189385332046727;
+#include "heads.wgsl"
 
-// the logit of column col of minibatch row `row` as the distribution sees it (masked → −1e4)
-fn logit(row: u32, col: u32) -> f32 {
-    var ok = true;
-    if (p.masked != 0u) { ok = ((mask[p.mask_off + row * p.W + col / 32u] >> (col % 32u)) & 1u) != 0u; }
-    return select(MASKED_LOGIT, out[p.out_off + row * p.out_stride + col], ok);
-}
-
-// logp_new(row) = Σ_h log p(a_h)
-fn logp_new(row: u32) -> f32 {
+// logp_new(i) = Σ_h log p(a_h) of minibatch row i (= r·T + t)
+fn logp_new(i: u32) -> f32 {
+    let row = p.out_off + i * p.out_stride;
+    let mrow = p.mask_off + i * p.W;
     var lp = 0.0;
     var o = 0u;
     var kc = 0u;
     for (var h = 0u; h < p.K; h++) {
         let size = act_sizes[p.act_sizes_off + h];
-        let act = actions[p.actions_off + row * p.K + h];
+        let act = actions[p.actions_off + i * p.K + h];
         if (size == 1u) {
-            let s = clamp(logstd[p.logstd_off + kc], -20.0, 2.0);
-            let mu = clamp(out[p.out_off + row * p.out_stride + o], -MU_MAX, MU_MAX);
-            let z = (clamp(act, -MU_MAX, MU_MAX) - mu) / exp(s);
-            lp += -0.5 * z * z - HALF_LOG_2PI - s;
+            lp += gaussian_logp(gaussian_clamp(act), gaussian_mu(row, o), gaussian_logstd(kc));
             kc += 1u;
         } else {
-            var mx = logit(row, o);
-            for (var j = 1u; j < size; j++) { mx = max(mx, logit(row, o + j)); }
-            var total = 0.0;
-            for (var j = 0u; j < size; j++) { total += exp(logit(row, o + j) - mx); }
-            lp += logit(row, o + u32(act)) - mx - log(total);
+            lp += head_logp(row, mrow, o + u32(act), head_softmax(row, mrow, o, size));
         }
         o += size;
     }

@@ -1,6 +1,7 @@
 // ppo.wgsl — fused PPO loss with its analytic gradient, and the deterministic reductions of its outputs.
 //
-// ppo_loss, per element i of the minibatch (M = rows·T elements, every loss a mean over M), heads in order:
+// ppo_loss, per element i of the minibatch (M = rows·T elements, every loss a mean over M), heads in order,
+// with the head distributions of heads.wgsl (the same functions as sampling and V-trace):
 //   discrete head h: l_j = logit, or −1e4 where the action mask says illegal; p = softmax(l),
 //     H_h = −Σ p log p, log p(a_h) = log p[a_h]
 //   continuous head h (the k-th): μ = clamp(mean, ±1e6), s = clamp(logstd[k], −20, 2), σ = eˢ,
@@ -45,12 +46,6 @@ struct Params {
 }
 
 const S: u32 = 8u;
-const MASKED_LOGIT: f32 = -1e4;
-const MU_MAX: f32 = 1e6;
-const LOGSTD_MIN: f32 = -20.0;
-const LOGSTD_MAX: f32 = 2.0;
-const HALF_LOG_2PI: f32 = 0.9189385332046727;
-const HALF_1_PLUS_LOG_2PI: f32 = 1.4189385332046727;
 
 @group(0) @binding(0) var<storage, read> out: array<f32>;
 @group(0) @binding(1) var<storage, read> actions: array<f32>;
@@ -71,57 +66,14 @@ const HALF_1_PLUS_LOG_2PI: f32 = 1.4189385332046727;
 override WG: u32 = 64u;
 override WG_REDUCE: u32 = 256u;
 
-fn legal(i: u32, col: u32) -> bool {
-    if (p.masked == 0u) { return true; }
-    return ((mask[p.mask_off + i * p.W + col / 32u] >> (col % 32u)) & 1u) != 0u;
-}
-
-// logit of column col of element i as the distribution sees it (masked → −1e4)
-fn logit(i: u32, col: u32) -> f32 {
-    return select(MASKED_LOGIT, out[p.out_off + i * p.out_stride + col], legal(i, col));
-}
-
-// One discrete head's (masked) logits, columns o .. o+size of element i: x = max logit, y = log Σ exp(l − max),
-// z = 1 when some choice is illegal. log p_j = (l_j − x) − y then (exact 0 − log size for a fully masked head,
-// where x = −1e4 has an ulp of 1e-3), else l_j − (x + y) as before masks existed (bit-identical unmasked runs).
-fn head_lse(i: u32, o: u32, size: u32) -> vec3<f32> {
-    var mx = logit(i, o);
-    var any_illegal = !legal(i, o);
-    for (var j = 1u; j < size; j++) {
-        mx = max(mx, logit(i, o + j));
-        any_illegal = any_illegal || !legal(i, o + j);
-    }
-    var total = 0.0;
-    for (var j = 0u; j < size; j++) { total += exp(logit(i, o + j) - mx); }
-    return vec3<f32>(mx, log(total), select(0.0, 1.0, any_illegal));
-}
-
-// log p of column col under a head's head_lse
-fn head_logp(i: u32, col: u32, lse: vec3<f32>) -> f32 {
-    if (lse.z != 0.0) { return (logit(i, col) - lse.x) - lse.y; }
-    return logit(i, col) - (lse.x + lse.y);
-}
-
-// entropy −Σ p log p of one discrete head, given its head_lse
-fn head_entropy(i: u32, o: u32, size: u32, lse: vec3<f32>) -> f32 {
-    var ent = 0.0;
-    for (var j = 0u; j < size; j++) {
-        let lpj = head_logp(i, o + j, lse);
-        ent -= exp(lpj) * lpj;
-    }
-    return ent;
-}
-
-// clamped mean μ, log std s and action a of the k-th continuous head (column o) of element i
-fn gaussian_mu(i: u32, o: u32) -> f32 { return clamp(out[p.out_off + i * p.out_stride + o], -MU_MAX, MU_MAX); }
-fn gaussian_logstd(k: u32) -> f32 { return clamp(logstd[p.logstd_off + k], LOGSTD_MIN, LOGSTD_MAX); }
-fn gaussian_action(i: u32, h: u32) -> f32 { return clamp(actions[p.actions_off + i * p.K + h], -MU_MAX, MU_MAX); }
+#include "heads.wgsl"
 
 @compute @workgroup_size(WG, 1, 1)
 fn ppo_loss(@builtin(global_invocation_id) gid: vec3<u32>) {
     let i = gid.x;
     if (i >= p.M) { return; }
     let base = p.out_off + i * p.out_stride;
+    let mrow = p.mask_off + i * p.W;
     let inv_m = 1.0 / f32(p.M);
 
     // pass 1: per-head log-probabilities of the taken actions and entropies
@@ -133,15 +85,14 @@ fn ppo_loss(@builtin(global_invocation_id) gid: vec3<u32>) {
         let size = act_sizes[p.act_sizes_off + h];
         if (size == 1u) {
             let s = gaussian_logstd(kc);
-            let z = (gaussian_action(i, h) - gaussian_mu(i, o)) / exp(s);
-            logp += -0.5 * z * z - HALF_LOG_2PI - s;
-            entropy += HALF_1_PLUS_LOG_2PI + s;
+            logp += gaussian_logp(gaussian_clamp(actions[p.actions_off + i * p.K + h]), gaussian_mu(base, o), s);
+            entropy += gaussian_entropy(s);
             kc += 1u;
         } else {
-            let lse = head_lse(i, o, size);
-            entropy += head_entropy(i, o, size, lse);
+            let sm = head_softmax(base, mrow, o, size);
+            entropy += head_entropy(base, mrow, o, size, sm);
             let a = u32(actions[p.actions_off + i * p.K + h]);
-            logp += head_logp(i, o + a, lse);
+            logp += head_logp(base, mrow, o + a, sm);
         }
         o += size;
     }
@@ -180,20 +131,20 @@ fn ppo_loss(@builtin(global_invocation_id) gid: vec3<u32>) {
         if (size == 1u) {
             let sigma = exp(gaussian_logstd(kc));
             let var_ = sigma * sigma;
-            let diff = gaussian_action(i, h) - gaussian_mu(i, o);
+            let diff = gaussian_clamp(actions[p.actions_off + i * p.K + h]) - gaussian_mu(base, o);
             dout[p.dout_off + i * p.out_stride + o] = select(g * diff / var_, 0.0, frozen);
             dlogstd_rows[p.dlogstd_rows_off + i * p.Kc + kc] = select(g * (diff * diff / var_ - 1.0) - ent_scale, 0.0,
                                                                       frozen);
             kc += 1u;
         } else {
-            let lse = head_lse(i, o, size);
-            let ent = head_entropy(i, o, size, lse);
+            let sm = head_softmax(base, mrow, o, size);
+            let ent = head_entropy(base, mrow, o, size, sm);
             let a = u32(actions[p.actions_off + i * p.K + h]);
             for (var j = 0u; j < size; j++) {
-                let lpj = head_logp(i, o + j, lse);
+                let lpj = head_logp(base, mrow, o + j, sm);
                 let pj = exp(lpj);
                 let d = g * (select(0.0, 1.0, j == a) - pj) + ent_scale * pj * (lpj + ent);
-                dout[p.dout_off + i * p.out_stride + o + j] = select(0.0, d, legal(i, o + j));
+                dout[p.dout_off + i * p.out_stride + o + j] = select(0.0, d, head_legal(mrow, o + j));
             }
         }
         o += size;

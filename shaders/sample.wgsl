@@ -1,12 +1,13 @@
 // sample.wgsl — per-head sampling from the decoder output during the rollout.
 //
-//   per agent n and head h, in head order (columns o_h .. o_h + size_h of out[n]):
-//   discrete head (size ≥ 2): l_j = out[n, o_h + j], or −1e4 where the action mask says illegal;
-//     p_j = softmax(l)_j;  u = uniform in (0, 1] from a counter-based hash of (seed, step, n, h)
+//   per agent n and head h, in head order (columns o_h .. o_h + size_h of out[n]), with the head
+//   distributions of heads.wgsl (masked logits, softmax, clamped Gaussian):
+//   discrete head (size ≥ 2): p_j = softmax(l)_j, l_j = out[n, o_h + j] or −1e4 where the action mask
+//     says illegal;  u = uniform in (0, 1] from a counter-based hash of (seed, step, n, h)
 //     a_h = first j with u < cdf_j, else the last legal index (inverse CDF);  log p_{a_h}
 //     deterministic: a_h = the first j with the largest l_j
 //   continuous head (size 1, the k-th such head): μ = clamp(out[n, o_h], ±1e6),
-//     s = clamp(logstd[k], −20, 2), σ = exp(s); ε ~ N(0, 1) by Box–Muller from two hashed uniforms;
+//     s = clamp(logstd[k], −20, 2), σ = eˢ; ε ~ N(0, 1) by Box–Muller from two hashed uniforms;
 //     a_h = clamp(μ + σ·ε, ±1e6)  (deterministic: a_h = μ);  log p = −½((a_h − μ)/σ)² − ½log 2π − s
 //   logprob = Σ_h log p(a_h);  value = out[n, A]
 //   Actions are stored as floats (discrete indices or Gaussian samples), for the env (actions_step)
@@ -41,11 +42,8 @@ struct Params {
 
 override WG: u32 = 64u;
 
-const MASKED_LOGIT: f32 = -1e4;  // PufferLib's value for an illegal choice: a fully masked head stays finite
-const MU_MAX: f32 = 1e6;
-const LOGSTD_MIN: f32 = -20.0;
-const LOGSTD_MAX: f32 = 2.0;
-const HALF_LOG_2PI: f32 = 0.9189385332046727;
+#include "heads.wgsl"
+
 const TWO_PI: f32 = 6.283185307179586;
 
 // PCG hash (Jarzynski & Olano 2020): a good 32-bit mix, cheap on any GPU
@@ -68,16 +66,6 @@ fn normal01(seed: u32, step: u32, agent: u32, head: u32) -> f32 {
     return sqrt(-2.0 * log(u1)) * cos(TWO_PI * u2);
 }
 
-fn legal(n: u32, col: u32) -> bool {
-    if (p.masked == 0u) { return true; }
-    return ((mask[p.mask_off + n * p.W + col / 32u] >> (col % 32u)) & 1u) != 0u;
-}
-
-// the logit of column col of agent n as the distribution sees it (masked → −1e4)
-fn logit(row: u32, n: u32, col: u32) -> f32 {
-    return select(MASKED_LOGIT, out[row + col], legal(n, col));
-}
-
 @compute @workgroup_size(WG, 1, 1)
 fn sample_actions(@builtin(global_invocation_id) gid: vec3<u32>) {
     let n = gid.x;
@@ -87,6 +75,7 @@ fn sample_actions(@builtin(global_invocation_id) gid: vec3<u32>) {
     let seed = globals[p.globals_off + 2u];
     let deterministic = (globals[p.globals_off + 3u] & 1u) != 0u;
     let row = p.out_off + n * p.out_stride;
+    let mrow = p.mask_off + n * p.W;
     let dst = n * p.T + t;
     var logprob = 0.0;
     var o = 0u;
@@ -95,38 +84,32 @@ fn sample_actions(@builtin(global_invocation_id) gid: vec3<u32>) {
         let size = act_sizes[p.act_sizes_off + h];
         var a: f32;
         if (size == 1u) {
-            let mu = clamp(out[row + o], -MU_MAX, MU_MAX);
-            let s = clamp(logstd[p.logstd_off + kc], LOGSTD_MIN, LOGSTD_MAX);
-            let sigma = exp(s);
+            let mu = gaussian_mu(row, o);
+            let s = gaussian_logstd(kc);
             a = mu;
-            if (!deterministic) { a = clamp(mu + sigma * normal01(seed, step, n, h), -MU_MAX, MU_MAX); }
-            let z = (a - mu) / sigma;
-            logprob += -0.5 * z * z - HALF_LOG_2PI - s;
+            if (!deterministic) { a = gaussian_clamp(mu + exp(s) * normal01(seed, step, n, h)); }
+            logprob += gaussian_logp(a, mu, s);
             kc += 1u;
         } else {
-            var mx = logit(row, n, o);
-            var best = 0u;
-            for (var j = 1u; j < size; j++) {
-                let l = logit(row, n, o + j);
-                if (l > mx) { best = j; }
-                mx = max(mx, l);
-            }
-            var total = 0.0;
-            for (var j = 0u; j < size; j++) { total += exp(logit(row, n, o + j) - mx); }
-            var pick = best;
-            if (!deterministic) {
+            let sm = head_softmax(row, mrow, o, size);
+            var pick = 0u;
+            if (deterministic) {  // the first of the largest logits
+                for (var j = 1u; j < size; j++) {
+                    if (head_logit(row, mrow, o + j) > head_logit(row, mrow, o + pick)) { pick = j; }
+                }
+            } else {
                 let u = uniform01(seed, step, n, h);
                 pick = size - 1u;  // rounding left cdf < u: the last legal index (the last one if none is)
                 for (var j = size; j > 0u; j--) {
-                    if (legal(n, o + j - 1u)) { pick = j - 1u; break; }
+                    if (head_legal(mrow, o + j - 1u)) { pick = j - 1u; break; }
                 }
                 var cdf = 0.0;
                 for (var j = 0u; j < size; j++) {
-                    cdf += exp(logit(row, n, o + j) - mx) / total;
+                    cdf += exp(head_logit(row, mrow, o + j) - sm.mx) / sm.sum;
                     if (u < cdf) { pick = j; break; }
                 }
             }
-            logprob += logit(row, n, o + pick) - mx - log(total);
+            logprob += head_logp(row, mrow, o + pick, sm);
             a = f32(pick);
         }
         actions_step[p.actions_step_off + n * p.K + h] = a;
