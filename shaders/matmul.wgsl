@@ -64,6 +64,11 @@ override WG_Y: u32 = 16u;
 override BR: u32 = 1u;     // *_tile: row groups of 4 per invocation (1: 4×4 block, 2: 8×4)
 override VEC4: u32 = 0u;   // *_tile: 1 = vec4 loads
 
+// the product an entry point computes (the tile and wgmem kernels each have one body for all three)
+const FORWARD: u32 = 0u;
+const BACKWARD_INPUT: u32 = 1u;
+const BACKWARD_WEIGHT: u32 = 2u;
+
 fn store(m: u32, n: u32, bt: u32, v: f32) {
     let tr = p.tr != 0u;
     let r = select(m, n, tr); let c = select(n, m, tr);
@@ -219,78 +224,65 @@ fn rows4(base: u32, r0: u32, count: u32, ld: u32) -> vec4<u32> {
 // (its sums are never stored; a run that straddles the edge reads the row's vec4 padding)
 fn run_start(c0: u32, count: u32) -> u32 { return select(0u, c0, c0 < count); }
 
-@compute @workgroup_size(8, 8, 1)
-fn matmul_forward_tile(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) li: vec3<u32>) {
+// The three products share one body (form = FORWARD, BACKWARD_INPUT or BACKWARD_WEIGHT, a constant in
+// each entry point, so the branches on it fold away). Where this invocation's pieces start:
+// ra0/ra1 = rows m0.. and m0+4.. of A (forward, backward_input: A rows run along k), ma0/ma1 = columns
+// m0 and m0+4 of A (backward_weight: A rows run along m); rb = rows n0.. of B (forward: B rows run
+// along k), nb = column n0 of B (backward_*: B rows run along n).
+struct TileOperands { ra0: vec4<u32>, ra1: vec4<u32>, ab: u32, ma0: u32, ma1: u32, rb: vec4<u32>, bb: u32, nb: u32 }
+
+fn tile_operands(form: u32, bt: u32, m0: u32, n0: u32) -> TileOperands {
+    let ab = base_a(bt); let bb = base_b(bt);
+    return TileOperands(rows4(ab, m0, p.M, p.lda), rows4(ab, m0 + 4u, p.M, p.lda), ab, run_start(m0, p.M),
+                        run_start(m0 + 4u, p.M), rows4(bb, n0, p.N, p.ldb), bb, run_start(n0, p.N));
+}
+
+// A-piece of row group g (0: rows m0.., 1: m0+4..) and the B-piece at k, `valid` values of k inside the split
+fn a_piece(form: u32, t: TileOperands, g: u32, k: u32, valid: u32) -> mat4x4<f32> {
+    if (form == BACKWARD_WEIGHT) { return a_cols(t.ab, select(t.ma0, t.ma1, g == 1u), k, valid); }
+    return a_rows(select(t.ra0, t.ra1, g == 1u), k, valid);
+}
+fn b_piece(form: u32, t: TileOperands, k: u32, valid: u32) -> mat4x4<f32> {
+    if (form == FORWARD) { return b_rows(t.rb, k, valid); }
+    return b_cols(t.bb, t.nb, k, valid);
+}
+
+// one step of 4 values of k: acc0 (rows m0..) and, for BR = 2, acc1 (rows m0+4..) += X·Y
+fn tile_step(form: u32, t: TileOperands, k: u32, valid: u32, acc0: ptr<function, mat4x4<f32>>,
+             acc1: ptr<function, mat4x4<f32>>) {
+    let y4 = b_piece(form, t, k, valid);
+    *acc0 += a_piece(form, t, 0u, k, valid) * y4;
+    if (BR > 1u) { *acc1 += a_piece(form, t, 1u, k, valid) * y4; }
+}
+
+// The steps of a split: whole steps with valid = 4 (a constant, so keep/keep_row fold away), then the
+// tail step (fewer than 4 values of k left) through the same tile_step.
+fn tile(form: u32, wg: vec3<u32>, li: vec3<u32>) {
     let j = job(wg.z);
     let n0 = (wg.x * 8u + li.x) * 4u;
     let m0 = (wg.y * 8u + li.y) * 4u * BR;
-    let ra0 = rows4(base_a(j.bt), m0, p.M, p.lda);
-    let ra1 = rows4(base_a(j.bt), m0 + 4u, p.M, p.lda);
-    let rb = rows4(base_b(j.bt), n0, p.N, p.ldb);
+    let t = tile_operands(form, j.bt, m0, n0);
     var acc0 = mat4x4<f32>(); var acc1 = mat4x4<f32>();
     let kfull = j.k0 + (j.k1 - j.k0) / 4u * 4u;
-    for (var k = j.k0; k < kfull; k += 4u) {
-        let y4 = b_rows(rb, k, 4u);
-        acc0 += a_rows(ra0, k, 4u) * y4;
-        if (BR > 1u) { acc1 += a_rows(ra1, k, 4u) * y4; }
-    }
-    if (kfull < j.k1) {
-        let v = j.k1 - kfull;
-        let y4 = b_rows(rb, kfull, v);
-        acc0 += a_rows(ra0, kfull, v) * y4;
-        if (BR > 1u) { acc1 += a_rows(ra1, kfull, v) * y4; }
-    }
+    for (var k = j.k0; k < kfull; k += 4u) { tile_step(form, t, k, 4u, &acc0, &acc1); }
+    if (kfull < j.k1) { tile_step(form, t, kfull, j.k1 - kfull, &acc0, &acc1); }
     put_block(m0, n0, j, acc0);
     if (BR > 1u) { put_block(m0 + 4u, n0, j, acc1); }
+}
+
+@compute @workgroup_size(8, 8, 1)
+fn matmul_forward_tile(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) li: vec3<u32>) {
+    tile(FORWARD, wg, li);
 }
 
 @compute @workgroup_size(8, 8, 1)
 fn matmul_backward_input_tile(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) li: vec3<u32>) {
-    let j = job(wg.z);
-    let n0 = (wg.x * 8u + li.x) * 4u;
-    let m0 = (wg.y * 8u + li.y) * 4u * BR;
-    let ra0 = rows4(base_a(j.bt), m0, p.M, p.lda);
-    let ra1 = rows4(base_a(j.bt), m0 + 4u, p.M, p.lda);
-    let bb = base_b(j.bt); let nb = run_start(n0, p.N);
-    var acc0 = mat4x4<f32>(); var acc1 = mat4x4<f32>();
-    let kfull = j.k0 + (j.k1 - j.k0) / 4u * 4u;
-    for (var k = j.k0; k < kfull; k += 4u) {
-        let y4 = b_cols(bb, nb, k, 4u);
-        acc0 += a_rows(ra0, k, 4u) * y4;
-        if (BR > 1u) { acc1 += a_rows(ra1, k, 4u) * y4; }
-    }
-    if (kfull < j.k1) {
-        let v = j.k1 - kfull;
-        let y4 = b_cols(bb, nb, kfull, v);
-        acc0 += a_rows(ra0, kfull, v) * y4;
-        if (BR > 1u) { acc1 += a_rows(ra1, kfull, v) * y4; }
-    }
-    put_block(m0, n0, j, acc0);
-    if (BR > 1u) { put_block(m0 + 4u, n0, j, acc1); }
+    tile(BACKWARD_INPUT, wg, li);
 }
 
 @compute @workgroup_size(8, 8, 1)
 fn matmul_backward_weight_tile(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) li: vec3<u32>) {
-    let j = job(wg.z);
-    let n0 = (wg.x * 8u + li.x) * 4u;
-    let m0 = (wg.y * 8u + li.y) * 4u * BR;
-    let ab = base_a(j.bt); let ma0 = run_start(m0, p.M); let ma1 = run_start(m0 + 4u, p.M);
-    let bb = base_b(j.bt); let nb = run_start(n0, p.N);
-    var acc0 = mat4x4<f32>(); var acc1 = mat4x4<f32>();
-    let kfull = j.k0 + (j.k1 - j.k0) / 4u * 4u;
-    for (var k = j.k0; k < kfull; k += 4u) {
-        let y4 = b_cols(bb, nb, k, 4u);
-        acc0 += a_cols(ab, ma0, k, 4u) * y4;
-        if (BR > 1u) { acc1 += a_cols(ab, ma1, k, 4u) * y4; }
-    }
-    if (kfull < j.k1) {
-        let v = j.k1 - kfull;
-        let y4 = b_cols(bb, nb, kfull, v);
-        acc0 += a_cols(ab, ma0, kfull, v) * y4;
-        if (BR > 1u) { acc1 += a_cols(ab, ma1, kfull, v) * y4; }
-    }
-    put_block(m0, n0, j, acc0);
-    if (BR > 1u) { put_block(m0 + 4u, n0, j, acc1); }
+    tile(BACKWARD_WEIGHT, wg, li);
 }
 
 // ---------------------------------------------------------------- workgroup-memory kernels (*_wgmem)
@@ -301,10 +293,6 @@ fn matmul_backward_weight_tile(@builtin(workgroup_id) wg: vec3<u32>, @builtin(lo
 
 var<workgroup> sa: array<vec4<f32>, 256>;
 var<workgroup> sb: array<vec4<f32>, 256>;
-
-const FORWARD: u32 = 0u;
-const BACKWARD_INPUT: u32 = 1u;
-const BACKWARD_WEIGHT: u32 = 2u;
 
 // A-value (row m, k) and B-value (k, column n) of product `form`, zero past the split
 fn a_at(form: u32, base: u32, m: u32, k: u32, k1: u32) -> f32 {
