@@ -24,9 +24,9 @@
 // lane (~3 ns per vec4 per invocation, scalar loads ~2x that per float; addresses that are equal in
 // all lanes are not detected), while a subgroupBroadcast costs ~0.3 ns. So each lane loads only
 // what is its own (its columns of B) and the rows of A, which all 8 lanes need, are loaded once —
-// one row per lane — and handed around with subgroupBroadcast. The old 8×8-per-invocation kernel,
-// where every lane loaded the same A rows itself, spent ~60% of its time in loads (~7 GFLOP/s on
-// one thread vs ~13–15 now). Where subgroups are not 8 lanes wide (real GPUs; llvmpipe with
+// one row per lane — and handed around with subgroupBroadcast. An 8×8-per-invocation kernel in
+// which every lane loads the same A rows itself spends ~60% of its time in loads (~7 GFLOP/s on one
+// thread, against ~13–15 for this shape). Where subgroups are not 8 lanes wide (real GPUs; llvmpipe with
 // LP_NATIVE_VECTOR_WIDTH=128) a uniform branch takes a path where each lane loads all rows itself.
 // This 8-invocation shape wastes most of a 32/64-wide GPU SIMD: on GPUs the tuner picks matmul.wgsl's
 // tile kernels instead.
@@ -36,6 +36,10 @@
 // store, moves a whole tile to memory and halves the speed.
 // Loops stay short: lavapipe stops an invocation silently after 65,535 loop iterations in total
 // (the launcher checks K against it).
+// The six entry points (three products × scalar/vec4 loads) stay separate, unlike matmul.wgsl's
+// one-body tile and wgmem kernels, for register use: each product steps through k its own way
+// (forward_step, input_step, weight_step) and each load kind keeps different values live, and written
+// out per entry point every tile index is a visible constant, which keeps the tiles in registers.
 //
 // subgroup_size_probe: y[0] = the subgroup size the adapter runs a 64-invocation workgroup with
 // (tools/gpu_report.py prints it; wgpu-py 0.32 does not report the adapter's subgroup sizes).
