@@ -18,7 +18,7 @@
 // and read-write in one dispatch is rejected even on disjoint ranges.
 //
 // Needs no optional feature (the lavapipe-shaped subgroup kernels live in matmul_subgroup.wgsl).
-// Entry points per product (trainer/ops.py names the variants and picks one per shape):
+// Entry points per product (trainer/kernels/matmul.py declares the variants; one is picked per shape):
 //   *_ref    one output per invocation, workgroup WG_X×WG_Y (x → n, y → m), grid (ceil(N/WG_X),
 //            ceil(M/WG_Y), batch): the obviously correct version.
 //   *_tile   register blocks for 32/64-wide GPUs: workgroup 8×8 = 64 invocations, each computing a

@@ -13,7 +13,7 @@
 // a row stride (ld*) and a batch stride (*_bs, grid z = batch index).
 // Bindings: a, b (operands as f32), y (output), z (epilogue input; may alias y), a4, b4 (the operands
 // seen as vec4, for the *_vec4 kernels), then Params. All storage is read_write (see matmul.wgsl).
-// Variants (trainer/ops.py): sg8 = scalar loads, any offset/stride (the encoder's D = 413 rows);
+// Variants (trainer/kernels/matmul.py): sg8 = scalar loads, any offset/stride (the encoder's D = 413 rows);
 // sg8_vec4 = vec4 loads; needs operand offsets and strides that are multiples of 4 and rows holding
 // whole vec4s (forward: also K % 4 == 0).
 //

@@ -13,7 +13,7 @@
 //
 // Shapes (agent-major: row = r·T + t): c [rows, 3H], x/y/hs/dy/dx [rows, H], dc [rows, 3H],
 // h0 [R, H] (the state before step 0), terminals [R, T]; the rollout step has T = 1.
-// Two variants of each kernel, the same math (trainer/policy.py picks one per shape via the tuner):
+// Two variants of each kernel, the same math (trainer/kernels/mingru.py declares them; one is picked per shape):
 //   vec4    (mingru_step, mingru_scan_forward, mingru_scan_backward): 4 hidden units per invocation,
 //           every tensor but terminals read as vec4 (H is a multiple of 8 and every offset a multiple of
 //           4 floats; *_off fields are in floats): on lavapipe each load costs the same per lane whether
