@@ -6,7 +6,7 @@
 //   (r_t, d_t beside o_t are the outcome of action a_{t−1}, as PufferLib stores them.)
 //
 // Shapes: obs_step [N, D], rewards_step/terminals_step [N], mask_step [N, W] u32, globals [4] u32 =
-//   (t, step, seed, flags), obs [N·T, obs_stride], rewards/terminals [N·T], mask [N·T, W] u32. N here is the
+//   (t, rng_step, seed, flags), obs [N·T, obs_stride], rewards/terminals [N·T], mask [N·T, W] u32. N here is the
 //   agents of one dispatch (a chunk that fits the adapter's binding size); agent0 is the chunk's
 //   first agent in the step arrays.
 // Bindings: obs_step, rewards_step, terminals_step, mask_step, globals (reads); obs, rewards, terminals,

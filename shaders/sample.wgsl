@@ -3,7 +3,7 @@
 //   per agent n and head h, in head order (columns o_h .. o_h + size_h of out[n]), with the head
 //   distributions of heads.wgsl (masked logits, softmax, clamped Gaussian):
 //   discrete head (size ≥ 2): p_j = softmax(l)_j, l_j = out[n, o_h + j] or −1e4 where the action mask
-//     says illegal;  u = uniform in (0, 1] from a counter-based hash of (seed, step, n, h)
+//     says illegal;  u = uniform in (0, 1] from a counter-based hash of (seed, rng_step, n, h)
 //     a_h = first j with u < cdf_j, else the last legal index (inverse CDF);  log p_{a_h}
 //     deterministic: a_h = the first j with the largest l_j
 //   continuous head (size 1, the k-th such head): μ = clamp(out[n, o_h], ±1e6),
@@ -14,14 +14,14 @@
 //   and the rollout (actions).
 //
 // Shapes: out [N, out_stride] (A head columns then the value; out_stride ≥ A+1), act_sizes [K] (u32),
-//   globals [4] u32 = (t, step, seed, flags: bit 0 = deterministic), logstd [Kc],
+//   globals [4] u32 = (t, rng_step, seed, flags: bit 0 = deterministic), logstd [Kc],
 //   mask [N, W] u32 (bit j of word w = column 32·w + j legal; read only when masked = 1),
 //   actions_step [N, K], rollout storage (agent-major, row = n·T + t): actions [N·T, K],
 //   logprobs [N·T], values [N·T].
 // Bindings: out, act_sizes, globals, logstd, mask (reads); actions_step, actions, logprobs, values
 //   (writes); Params.
 // Dispatch: one invocation per agent, grid ceil(N/WG).
-// Same seed, step and logits → same actions (no hidden state: the RNG is a hash of the counter).
+// Same seed, rng_step and logits → same actions (no hidden state: the RNG is a hash of the counter).
 
 struct Params {
     N: u32, K: u32, A: u32, out_stride: u32, T: u32, W: u32, masked: u32,
@@ -54,15 +54,15 @@ fn pcg(v: u32) -> u32 {
 }
 
 // uniform in (0, 1]: 24 random bits, shifted up by one ulp so that u > 0
-fn uniform01(seed: u32, step: u32, agent: u32, head: u32) -> f32 {
-    let bits = pcg(seed ^ pcg(step ^ pcg(agent ^ pcg(head))));
+fn uniform01(seed: u32, rng_step: u32, agent: u32, head: u32) -> f32 {
+    let bits = pcg(seed ^ pcg(rng_step ^ pcg(agent ^ pcg(head))));
     return (f32(bits >> 8u) + 1.0) * (1.0 / 16777216.0);
 }
 
 // N(0, 1) by Box–Muller: u1 is the head's own uniform, u2 a second stream (high bit of the head index)
-fn normal01(seed: u32, step: u32, agent: u32, head: u32) -> f32 {
-    let u1 = uniform01(seed, step, agent, head);
-    let u2 = uniform01(seed, step, agent, head ^ 0x80000000u);
+fn normal01(seed: u32, rng_step: u32, agent: u32, head: u32) -> f32 {
+    let u1 = uniform01(seed, rng_step, agent, head);
+    let u2 = uniform01(seed, rng_step, agent, head ^ 0x80000000u);
     return sqrt(-2.0 * log(u1)) * cos(TWO_PI * u2);
 }
 
@@ -71,7 +71,7 @@ fn sample_actions(@builtin(global_invocation_id) gid: vec3<u32>) {
     let n = gid.x;
     if (n >= p.N) { return; }
     let t = globals[p.globals_off];
-    let step = globals[p.globals_off + 1u];
+    let rng_step = globals[p.globals_off + 1u];
     let seed = globals[p.globals_off + 2u];
     let deterministic = (globals[p.globals_off + 3u] & 1u) != 0u;
     let row = p.out_off + n * p.out_stride;
@@ -87,7 +87,7 @@ fn sample_actions(@builtin(global_invocation_id) gid: vec3<u32>) {
             let mu = gaussian_mu(row, o);
             let s = gaussian_logstd(kc);
             a = mu;
-            if (!deterministic) { a = gaussian_clamp(mu + exp(s) * normal01(seed, step, n, h)); }
+            if (!deterministic) { a = gaussian_clamp(mu + exp(s) * normal01(seed, rng_step, n, h)); }
             logprob += gaussian_logp(a, mu, s);
             kc += 1u;
         } else {
@@ -98,7 +98,7 @@ fn sample_actions(@builtin(global_invocation_id) gid: vec3<u32>) {
                     if (head_logit(row, mrow, o + j) > head_logit(row, mrow, o + pick)) { pick = j; }
                 }
             } else {
-                let u = uniform01(seed, step, n, h);
+                let u = uniform01(seed, rng_step, n, h);
                 pick = size - 1u;  // rounding left cdf < u: the last legal index (the last one if none is)
                 for (var j = size; j > 0u; j--) {
                     if (head_legal(mrow, o + j - 1u)) { pick = j - 1u; break; }

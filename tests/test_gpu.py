@@ -150,3 +150,23 @@ def test_disable_features_env():
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert r.stdout.startswith("[]"), r.stdout + r.stderr
     assert "disabled by PUFFGPU_DISABLE_FEATURES" in r.stderr
+
+
+def test_shader_includes(tmp_path, monkeypatch):
+    """`#include "file.wgsl"` pastes a file in (once); a missing file, a cycle, a second include and a
+    stray # line are errors naming the file and line."""
+    files = {"main.wgsl": 'fn a() {}\n#include "lib.wgsl"\n', "lib.wgsl": "fn lib_fn() -> f32 { return 1.0; }\n",
+             "missing.wgsl": '#include "nope.wgsl"\n', "cyc1.wgsl": '#include "cyc2.wgsl"\n',
+             "cyc2.wgsl": '#include "cyc1.wgsl"\n', "twice.wgsl": '#include "lib.wgsl"\n#include "lib.wgsl"\n',
+             "stray.wgsl": "fn a() {}\n#define X 1\n"}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    monkeypatch.setattr(gpu_mod, "SHADER_DIR", tmp_path)
+    sf = gpu_mod.ShaderFile.load("main.wgsl")
+    assert "fn lib_fn()" in sf.source and "#include" not in sf.source and "lib_fn" in sf.uses
+    for name, msg in (("missing.wgsl", r"missing.wgsl:1: #include \"nope.wgsl\": no such file"),
+                      ("cyc1.wgsl", r"cyc2.wgsl:1: .*include cycle cyc1.wgsl -> cyc2.wgsl -> cyc1.wgsl"),
+                      ("twice.wgsl", r"twice.wgsl:2: .*already included at twice.wgsl:1"),
+                      ("stray.wgsl", r"stray.wgsl:2: expected `#include")):
+        with pytest.raises(GPUError, match=msg):
+            gpu_mod.ShaderFile.load(name)

@@ -20,6 +20,8 @@ lacked them (CI runs the kernel goldens that way). The WGSL files are found insi
 package (`trainer/shaders`, from a wheel) or beside it (`shaders/`, a checkout or editable install).
 
 WGSL conventions the runtime relies on (every file in shaders/ follows them):
+- a line `#include "file.wgsl"` is replaced by that file of shaders/ (once per shader; WGSL has no
+  include of its own): the action-head math lives once in heads.wgsl;
 - all bindings live in `@group(0)`; a kernel's bind-group layout holds only the bindings its entry
   point uses (plus Params), so no pipeline needs more storage bindings than it reads or writes; storage buffers are `array<f32>` / `array<u32>` / `array<vec4<f32>>`;
 - the last binding is `var<uniform> p: Params;` and the file defines `struct Params` of u32/i32/f32
