@@ -4,8 +4,8 @@ unmasked run bit-identical; the freeze ablation; layout; clear errors for bad in
 import numpy as np
 import pytest
 
-import golden_runs as gr
-from golden_check import assert_close, case, meta
+import golden.runs as gr
+from golden.check import assert_close, case, meta
 from trainer.gpu import GPUError
 from trainer.learner import STATS, Learner, LearnerConfig, compute_advantage, ppo_loss, reduce_logstd_grad
 from trainer.policy import Policy, PolicySpec, Rollout, RolloutStep, ceil4, pack_mask, sample_actions, unflatten

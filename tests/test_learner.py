@@ -1,8 +1,8 @@
 """The learner vs torch goldens: advantage, PPO loss, Muon alone, and whole minibatch updates; determinism."""
 import pytest
 
-import golden_runs as gr
-from golden_check import assert_close
+import golden.runs as gr
+from golden.check import assert_close
 from trainer.learner import cosine_lr
 
 

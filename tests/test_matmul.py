@@ -7,8 +7,8 @@ import sys
 import numpy as np
 import pytest
 
-from golden_check import assert_close, case, golden
-from golden_runs import SPLITS, matmul_products
+from golden.check import assert_close, case, golden
+from golden.runs import SPLITS, matmul_products
 from trainer import ops
 from trainer.gpu import GPUError
 

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from golden_check import assert_close, case, golden
-from golden_runs import mingru_scan, mingru_steps
+from golden.check import assert_close, case, golden
+from golden.runs import mingru_scan, mingru_steps
 from trainer.policy import MINGRU_VARIANTS
 
 CASES = sorted({k.split("/")[0] for k in golden("mingru")})

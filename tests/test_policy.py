@@ -4,8 +4,8 @@ import math
 import numpy as np
 import pytest
 
-import golden_runs as gr
-from golden_check import assert_close
+import golden.runs as gr
+from golden.check import assert_close
 from trainer.policy import (Activations, Policy, PolicySpec, Rollout, RolloutStep, flatten, init_weights,
                             policy_forward, unflatten)
 

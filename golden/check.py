@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import load_file
 
-GOLDEN_DIR = Path(__file__).resolve().parent.parent / "golden"
+GOLDEN_DIR = Path(__file__).resolve().parent  # the *.safetensors files sit beside this module
 
 # name -> (relative tolerance, why)
 TOLERANCES = {
