@@ -32,7 +32,7 @@ def test_cardplay_mask_rules():
     # play an unheld card: the episode ends at once with the penalty
     unheld = np.argmin(held, 1)
     env.step(unheld[:, None].astype(np.float32))
-    assert np.all(env.terminals == 1) and np.allclose(env.rewards, -env.config["illegal_penalty"])
+    assert np.all(env.terminals == 1) and np.all(env.rewards == np.float32(-env.config["illegal_penalty"]))
     log = env.log()
     assert log["illegal"] == 1.0 and log["perf"] == 0.0 and log["episode_length"] == 1.0
     # play the held card closest to the target: 1/rounds, and a new hand is dealt
@@ -40,7 +40,7 @@ def test_cardplay_mask_rules():
     target = env.observations[:, :8].argmax(1)
     dist = np.where(held, np.abs(np.arange(8)[None] - target[:, None]), 99)
     env.step(dist.argmin(1)[:, None].astype(np.float32))
-    assert np.all(env.terminals == 0) and np.allclose(env.rewards, 1.0 / env.config["rounds"])
+    assert np.all(env.terminals == 0) and np.all(env.rewards == np.float32(1.0 / env.config["rounds"]))
     # the mask is the only place the hand appears: the observation is the target and the round
     assert env.obs_size == 9 and np.all(env.observations[:, :8].sum(1) == 1)
 
@@ -70,7 +70,7 @@ def test_reach_rules():
     env.reset()
     obs = env.observations.copy()
     env.step(np.full((256, 2), np.nan, np.float32))  # untrusted floats: NaN is no move, not a crash
-    assert np.allclose(env.observations[:, :2], obs[:, :2]) and np.all(np.isfinite(env.observations))
+    assert np.array_equal(env.observations[:, :2], obs[:, :2]) and np.all(np.isfinite(env.observations))
 
 
 def test_aimjump_rules():

@@ -43,7 +43,7 @@ def test_learner_update_is_bit_identical_run_to_run(gpu):
 
 def test_cosine_lr_per_epoch():
     assert cosine_lr(0.015, 0, 100) == 0.015
-    assert abs(cosine_lr(0.015, 50, 100) - 0.0075) < 1e-12
+    assert_close("cosine_lr half way", cosine_lr(0.015, 50, 100), 0.0075, "float64")
     assert cosine_lr(0.015, 100, 100) == 0.0
     assert cosine_lr(0.015, 150, 100) == 0.0
 

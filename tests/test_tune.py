@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pytest
 
+from golden.check import assert_close
 from trainer import ops, tune
 from trainer.gpu import GPUError
 
@@ -47,7 +48,7 @@ def test_tuner_times_caches_and_reuses(gpu, fresh):
     assert entry["choice"] in t.matmul_candidates(ops.MatmulShape("matmul_forward", 40, 24, 36, 1, True, True))
     assert len(entry["seconds"]) >= 4 and entry["seconds"][entry["choice"]] == min(
         v for c, v in entry["seconds"].items() if c not in entry["pruned"] + entry["estimated"])
-    assert np.allclose(got.reshape(want.shape), want, rtol=1e-5, atol=1e-5)
+    assert_close(f"matmul_forward[{entry['choice']}] {key}", got, want, "matmul")
     data = json.loads(t.path.read_text())
     assert data["schema"] == tune.SCHEMA and data["kernels"] == t.version and key in data["entries"]
     assert data["adapter"]["name"] == gpu.name and t.path.parent.name == "tune"
@@ -100,7 +101,7 @@ def test_pins(gpu, fresh, monkeypatch):
     t = fresh()
     got, want, key, _ = _forward(gpu)
     assert t.sources[key] == "pinned" and t.memo[key]["choice"] == "tile4x4_vec4/s3"  # vec4 where it applies
-    assert np.allclose(got.reshape(want.shape), want, rtol=1e-5, atol=1e-5)
+    assert_close(f"matmul_forward[tile4x4_vec4/s3] {key}", got, want, "matmul")
     odd = ops.MatmulShape("matmul_forward", 5, 3, 413, 1, False, False)
     assert t._matmul_pin("tile4x4_vec4", odd) == "tile4x4"  # the scalar sibling where vec4 does not apply
     assert t.mingru("mingru_scan_forward", 2, 3, 8, None) == "scalar"
