@@ -87,6 +87,7 @@ def test_aimjump_rules():
     assert frozen["perf"] < 0.35
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,space", [("cardplay", "discrete"), ("reach", "continuous"), ("aimjump", "hybrid")])
 def test_train_eval_gif_paths(tmp_path, name, space):
     """A few epochs of training, then eval --headless --deterministic and --gif on the checkpoint."""
@@ -104,6 +105,7 @@ def test_train_eval_gif_paths(tmp_path, name, space):
     assert gif.stat().st_size > 100
 
 
+@pytest.mark.slow
 def test_freeze_continuous_leaves_the_aim_untrained(tmp_path):
     """freeze_continuous: logstd and the decoder's mean column do not move; the rest trains."""
     cfg, _ = config.load("aimjump", dict(SMOKE, **{"base.checkpoint_dir": str(tmp_path / "ck"),
@@ -159,6 +161,7 @@ def test_continuous_action_check_names_the_head():
         env.step(np.array([[0, 0.3, 0.5], [0, 0, 0]], np.float32))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("buffers", [1, 2])
 def test_masked_training_never_plays_an_illegal_card(tmp_path, buffers):
     """The sampler reads each env buffer's own rows of the mask: with 1 or 2 env buffers, training

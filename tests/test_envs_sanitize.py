@@ -19,6 +19,7 @@ def _test_env_headers():
     return sorted(p / f"{p.name}.h" for p in ROOT.glob("tests/envs*/*") if (p / f"{p.name}.h").is_file())
 
 
+@pytest.mark.slow
 def test_sanitizer_build_of_every_env():
     if shutil.which("bash") is None:
         pytest.skip("bash is needed to run tools/sanitize_envs.sh")

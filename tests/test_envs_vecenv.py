@@ -312,6 +312,7 @@ def test_header_compile_error_shows_compiler_output(tmp_path, cache):
         envs.make(str(header), 2)
 
 
+@pytest.mark.slow
 def test_concurrent_builds_of_one_header(tmp_path, cache):
     """Two processes building the same new module at once both load a complete file."""
     header = write_counter(tmp_path / "counter")
@@ -382,6 +383,7 @@ def test_string_env_keys_reach_dict_get_str(tmp_path, cache):
     assert env.log()["score"] == 13.0  # episodes of strlen("level_one.txt") = 13 steps
 
 
+@pytest.mark.slow
 def test_cache_follows_headers_included_from_elsewhere(tmp_path, cache):
     """The cache key is every file the compiler read (-MD), not just the header's folder."""
     shared = tmp_path / "shared"

@@ -276,6 +276,7 @@ SPARSE_KEYS = ["level=1", "progress_reward=0", "frameskip=4", "max_ticks=2400", 
                "go_explore_frontier=0.5"]
 
 
+@pytest.mark.slow
 def test_threadsanitizer_stress(tmp_path):
     """Pthreads stepping disjoint env ranges at once, merges between steps (tests/envs_ge/ge_stress.c)
     under ThreadSanitizer: no race, and the same archive for 1 and 8 threads."""
@@ -301,6 +302,7 @@ def test_threadsanitizer_stress(tmp_path):
     assert out[0] == out[1], out
 
 
+@pytest.mark.slow
 def test_address_sanitizer_with_many_openmp_threads(tmp_path):
     """The OpenMP path (envs/vecenv_driver.c) with Go-Explore on, 8 threads, ASan + UBSan, 1% garbage actions."""
     cc = _cc()
@@ -350,6 +352,7 @@ def test_two_env_buffers_stepped_at_once_share_one_archive():
     assert len(read_archive_bytes(together)["cells"]) > 300
 
 
+@pytest.mark.slow
 def test_training_with_two_env_buffers(tmp_path):
     from trainer import config
     from trainer.run import train
@@ -416,6 +419,7 @@ def _read_until(proc, prefix, timeout=180):
     raise AssertionError(f"no line starting {prefix!r}:\n" + "".join(lines))
 
 
+@pytest.mark.slow
 def test_kill_and_resume_keeps_the_archive(tmp_path):
     proc = _spawn(tmp_path, "--train.total_timesteps", str(64 * 16 * 1000))
     _read_until(proc, "epoch 4/")
@@ -459,6 +463,7 @@ def reached(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_export_best_route_replays_to_the_flag_with_gif(reached, tmp_path):
     route_file, gif = tmp_path / "route.json", tmp_path / "route.gif"
     res = subprocess.run([sys.executable, "-m", "envs.archive", "export", "--env", "platformer_sparse", str(reached),

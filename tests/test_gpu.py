@@ -138,6 +138,7 @@ def test_plan_records_dispatch_shapes(gpu):
     assert [d.info for d in plan.dispatches] == [a, b] and plan.infos == [a, b]
 
 
+@pytest.mark.slow
 def test_disable_features_env():
     """PUFFGPU_DISABLE_FEATURES makes the runtime act as if the adapter lacked a feature: the device is
     created without it and kernels that need it are refused with a message that says why."""

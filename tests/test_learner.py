@@ -6,6 +6,11 @@ from golden.check import assert_close
 from trainer.learner import cosine_lr
 
 
+def slow_if_platformer(cases):
+    """The cases at the platformer policy's real widths take seconds on lavapipe: marked slow."""
+    return [pytest.param(n, marks=pytest.mark.slow) if n.startswith("platformer") else n for n in cases]
+
+
 @pytest.mark.parametrize("name", gr.cases("advantage"))
 def test_advantage_golden(gpu, name):
     for check in gr.advantage_case(gpu, name):
@@ -18,13 +23,13 @@ def test_ppo_loss_golden(gpu, name):
         assert_close(*check)
 
 
-@pytest.mark.parametrize("name", gr.cases("muon"))
+@pytest.mark.parametrize("name", slow_if_platformer(gr.cases("muon")))
 def test_muon_golden(gpu, name):
     for check in gr.muon_case(gpu, name):
         assert_close(*check)
 
 
-@pytest.mark.parametrize("name", gr.cases("learner"))
+@pytest.mark.parametrize("name", slow_if_platformer(gr.cases("learner")))
 def test_learner_updates_golden(gpu, name):
     """Consecutive minibatch updates (each sees the last one's weights) against the torch reference."""
     for check in gr.learner_case(gpu, name):

@@ -52,6 +52,7 @@ def wandb_records(path: Path):
     return out
 
 
+@pytest.mark.slow
 def test_tensorboard_and_wandb_round_trip(tmp_path, monkeypatch):
     for var in ("WANDB_CONFIG_DIR", "WANDB_CACHE_DIR", "WANDB_DATA_DIR"):
         monkeypatch.setenv(var, str(tmp_path / "wandb-home"))

@@ -84,6 +84,7 @@ def test_time_axis_keeps_counting_across_a_resume(logs, tmp_path):
     assert drawn["SPS"][0][1] == xs  # under 120 s: seconds
 
 
+@pytest.mark.slow
 def test_cli_chooses_runs_and_writes_next_to_the_logs(logs, capsys):
     assert plot_tool.main(["platformer", "--log-dir", str(logs), "--runs", "a", "b-*"]) == 0
     assert (logs / "platformer" / "runs.png").is_file()

@@ -43,7 +43,9 @@ def test_init_bounds_and_seed():
     assert np.array_equal(flatten(PLATFORMER, w), flat)
 
 
-@pytest.mark.parametrize("name", gr.cases("policy"))
+# the platformer's real widths take seconds on lavapipe: slow; the small case runs in `-m "not slow"`
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "platformer" else n
+                                  for n in gr.cases("policy")])
 def test_policy_forward_backward_golden(gpu, name):
     """Forward output, every weight gradient and d obs, with resets mid-horizon and a nonzero h0."""
     for check in gr.policy_case(gpu, name):

@@ -145,6 +145,7 @@ SMOKE = {"vec.total_agents": "16", "train.horizon": "8", "train.minibatch_size":
          "policy.num_layers": "2", "train.total_timesteps": str(16 * 8 * 3), "base.checkpoint_interval": "100"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pin", ["matmul=tile4x4/s2,mingru=scalar", "matmul=wgmem/s3,mingru=vec4"])
 def test_training_is_bit_identical_for_a_fixed_choice(gpu, fresh, tmp_path, monkeypatch, pin):
     from trainer import config
