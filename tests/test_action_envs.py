@@ -32,7 +32,7 @@ def test_cardplay_mask_rules():
     # play an unheld card: the episode ends at once with the penalty
     unheld = np.argmin(held, 1)
     env.step(unheld[:, None].astype(np.float32))
-    assert np.all(env.terminals == 1) and np.allclose(env.rewards, -env.config["illegal_penalty"])
+    assert np.all(env.terminals == 1) and np.all(env.rewards == np.float32(-env.config["illegal_penalty"]))
     log = env.log()
     assert log["illegal"] == 1.0 and log["perf"] == 0.0 and log["episode_length"] == 1.0
     # play the held card closest to the target: 1/rounds, and a new hand is dealt
@@ -40,7 +40,7 @@ def test_cardplay_mask_rules():
     target = env.observations[:, :8].argmax(1)
     dist = np.where(held, np.abs(np.arange(8)[None] - target[:, None]), 99)
     env.step(dist.argmin(1)[:, None].astype(np.float32))
-    assert np.all(env.terminals == 0) and np.allclose(env.rewards, 1.0 / env.config["rounds"])
+    assert np.all(env.terminals == 0) and np.all(env.rewards == np.float32(1.0 / env.config["rounds"]))
     # the mask is the only place the hand appears: the observation is the target and the round
     assert env.obs_size == 9 and np.all(env.observations[:, :8].sum(1) == 1)
 
@@ -70,7 +70,7 @@ def test_reach_rules():
     env.reset()
     obs = env.observations.copy()
     env.step(np.full((256, 2), np.nan, np.float32))  # untrusted floats: NaN is no move, not a crash
-    assert np.allclose(env.observations[:, :2], obs[:, :2]) and np.all(np.isfinite(env.observations))
+    assert np.array_equal(env.observations[:, :2], obs[:, :2]) and np.all(np.isfinite(env.observations))
 
 
 def test_aimjump_rules():
@@ -87,6 +87,7 @@ def test_aimjump_rules():
     assert frozen["perf"] < 0.35
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,space", [("cardplay", "discrete"), ("reach", "continuous"), ("aimjump", "hybrid")])
 def test_train_eval_gif_paths(tmp_path, name, space):
     """A few epochs of training, then eval --headless --deterministic and --gif on the checkpoint."""
@@ -104,6 +105,7 @@ def test_train_eval_gif_paths(tmp_path, name, space):
     assert gif.stat().st_size > 100
 
 
+@pytest.mark.slow
 def test_freeze_continuous_leaves_the_aim_untrained(tmp_path):
     """freeze_continuous: logstd and the decoder's mean column do not move; the rest trains."""
     cfg, _ = config.load("aimjump", dict(SMOKE, **{"base.checkpoint_dir": str(tmp_path / "ck"),
@@ -159,6 +161,7 @@ def test_continuous_action_check_names_the_head():
         env.step(np.array([[0, 0.3, 0.5], [0, 0, 0]], np.float32))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("buffers", [1, 2])
 def test_masked_training_never_plays_an_illegal_card(tmp_path, buffers):
     """The sampler reads each env buffer's own rows of the mask: with 1 or 2 env buffers, training

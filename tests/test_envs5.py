@@ -64,6 +64,7 @@ def small_cfg(tmp_path, **flags):
     return cfg
 
 
+@pytest.mark.slow
 def test_squares_trains_with_two_buffers_same_function_of_the_seed(tmp_path):
     from trainer.checkpoint import load
     from trainer.spec import PolicySpec

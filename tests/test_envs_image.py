@@ -66,6 +66,7 @@ def test_bad_frames_raise():
         encode_gif([np.zeros((4, 4, 3), np.uint8), np.zeros((4, 5, 3), np.uint8)])
 
 
+@pytest.mark.slow
 def test_play_gif_command(tmp_path):
     """The documented command: python -m envs.play platformer --scripted --gif out.gif"""
     out = tmp_path / "platformer.gif"

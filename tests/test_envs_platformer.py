@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import envs
+from golden.check import assert_close
 
 VIEW_W, VIEW_H, CH = 15, 9, 3
 WINDOW = VIEW_W * VIEW_H * CH
@@ -35,8 +36,9 @@ def test_observation_at_spawn(one):
     assert obs.shape == (413,) and set(np.unique(obs[:WINDOW])) <= {0.0, 1.0}
     s = scalars(obs)
     # spawn: column 2 plus up to one tile of jitter, standing on the ground (top at row 15)
-    assert 2.4 <= s["cx"] * 100 < 3.4 and s["cy"] * 18 == pytest.approx(14.55, abs=1e-4)
-    assert s["fy"] == pytest.approx(0.55, abs=1e-4) and s["vx"] == 0 and s["time"] == 0
+    assert 2.4 <= s["cx"] * 100 < 3.4 and s["vx"] == 0 and s["time"] == 0
+    assert_close("spawn y in tiles", s["cy"] * 18, 14.55, "env_f32")
+    assert_close("spawn y within the tile", s["fy"], 0.55, "env_f32")
     assert s["on_ground"] == 1
     assert tile(obs, 0, 1, SOLID) == 1 and tile(obs, 0, 0, SOLID) == 0  # floor below, air here
     assert all(tile(obs, -tx, 0, SOLID) == 1 for tx in (3, 4))  # the left wall (column 0) and
@@ -51,7 +53,7 @@ def test_standing_still_times_out(one):
     for t in range(30):  # frameskip 2: 60 ticks = 30 steps
         env.step(np.zeros((4, 2)))
         assert (env.terminals == (t == 29)).all()
-    np.testing.assert_allclose(env.rewards, -0.1, rtol=1e-6)
+    assert_close("timeout penalty", env.rewards, np.full(4, -0.1), "env_f32")
     log = env.log()
     assert log["timeouts"] == 1 and log["deaths"] == 0 and log["perf"] == 0
     assert log["episode_length"] == 30 and log["score"] == 0
@@ -70,8 +72,8 @@ def test_running_right_without_jumping_dies_in_the_first_pit(one):
     assert log["deaths"] == 1 and log["timeouts"] == 0 and log["perf"] == 0
     # progress reward for the x reached (about columns 2 -> 12 of 95 minus the spawn), then -0.1
     assert 0.05 < log["score"] < 0.15
-    assert total == pytest.approx(log["score"] - 0.1, abs=1e-5)
-    assert log["episode_return"] == pytest.approx(total, abs=1e-5)
+    assert_close("summed rewards vs score - 0.1", total, log["score"] - 0.1, "env_f32")
+    assert_close("logged episode return", log["episode_return"], total, "env_f32")
 
 
 def test_scripted_policy_reaches_the_flag_from_every_spawn():
@@ -92,7 +94,7 @@ def test_scripted_policy_reaches_the_flag_from_every_spawn():
     log = env.log()
     assert log["perf"] == 1.0 and log["deaths"] == 0 and log["timeouts"] == 0, log
     assert log["score"] == pytest.approx(1.0)
-    np.testing.assert_allclose(returns, 2.0, atol=1e-4)  # progress sums to 1, +1 at the flag
+    assert_close("returns", returns, np.full(256, 2.0), "env_f32")  # progress sums to 1, +1 at the flag
     assert 0 <= spawn_fx < 1
 
 
@@ -138,4 +140,4 @@ def test_frameskip_scales_episode_length():
         log = env.log()
         assert log["perf"] == 1.0 and log["n"] == 32
         lengths[fs] = log["episode_length"]
-    assert lengths[1] == pytest.approx(3 * lengths[3], rel=0.02)
+    assert_close("episode length at frameskip 1 vs 3 × frameskip 3", lengths[1], 3 * lengths[3], "frameskip")

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import envs
+from golden.check import tolerance
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -110,7 +111,8 @@ def test_memory_needs_memory():
     for _ in range(200):  # memoryless: the answer-step obs is the same for both cues
         env.actions[:, 0] = rng.integers(0, 2, 256)
         env.step()
-    assert abs(env.log()["perf"] - 0.5) < 0.05
+    log = env.log()  # a fair coin per episode: perf's standard error is 0.5/√n
+    assert abs(log["perf"] - 0.5) < tolerance("sampling") * 0.5 / np.sqrt(log["n"]), log
 
 
 def test_log_aggregation_sums_over_envs_and_divides_by_total_n():
@@ -310,6 +312,7 @@ def test_header_compile_error_shows_compiler_output(tmp_path, cache):
         envs.make(str(header), 2)
 
 
+@pytest.mark.slow
 def test_concurrent_builds_of_one_header(tmp_path, cache):
     """Two processes building the same new module at once both load a complete file."""
     header = write_counter(tmp_path / "counter")
@@ -380,6 +383,7 @@ def test_string_env_keys_reach_dict_get_str(tmp_path, cache):
     assert env.log()["score"] == 13.0  # episodes of strlen("level_one.txt") = 13 steps
 
 
+@pytest.mark.slow
 def test_cache_follows_headers_included_from_elsewhere(tmp_path, cache):
     """The cache key is every file the compiler read (-MD), not just the header's folder."""
     shared = tmp_path / "shared"

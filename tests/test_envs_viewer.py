@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a viewer process under a virtual X server
+
 ROOT = Path(__file__).resolve().parent.parent
 
 SCRIPT = """

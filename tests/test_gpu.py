@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+from golden.check import assert_close
 from trainer import gpu as gpu_mod
 from trainer.kernels import matmul
 from trainer.gpu import GPUError
@@ -99,7 +100,7 @@ def test_native_and_public_encoding_agree(gpu, monkeypatch):
     assert gpu_mod._native_pass_functions(object()) is None  # not a wgpu-native pass: public methods
     assert np.array_equal(results[0], results[1])
     want = 2 * gpu.read(x).reshape(9, 12).astype(np.float64) @ gpu.read(w).reshape(5, 12).T
-    assert np.allclose(results[0].reshape(9, 5), want, rtol=1e-5, atol=1e-5)
+    assert_close("matmul_forward + accumulating ref, M=9 N=5 K=12", results[0].reshape(9, 5), want, "matmul")
 
 
 def test_layouts_hold_only_the_bindings_an_entry_point_uses(gpu):
@@ -137,6 +138,7 @@ def test_plan_records_dispatch_shapes(gpu):
     assert [d.info for d in plan.dispatches] == [a, b] and plan.infos == [a, b]
 
 
+@pytest.mark.slow
 def test_disable_features_env():
     """PUFFGPU_DISABLE_FEATURES makes the runtime act as if the adapter lacked a feature: the device is
     created without it and kernels that need it are refused with a message that says why."""

@@ -7,14 +7,21 @@ import sys
 import numpy as np
 import pytest
 
-from golden_check import assert_close, case, golden
-from golden_runs import SPLITS, matmul_products
+from golden.check import assert_close, case, golden
+from golden.runs import SPLITS, matmul_products
 from trainer.kernels import GPU_MAX_SERIAL, GPU_MIN_INVOCATIONS, matmul
 from trainer.gpu import GPUError
 
 CASES = sorted({k.split("/")[0] for k in golden("matmul")})
 SPLITK_CASES = [("matmul_splitk", n) for n in sorted({k.split("/")[0] for k in golden("matmul_splitk")})] + [
     ("matmul", n) for n in ("encoder", "mingru", "decoder")]  # the policy's real widths, split too
+# The encoder's and the MinGRU's real widths take seconds per variant on lavapipe: marked slow, while the
+# edge shapes run every variant in `-m "not slow"`.
+REAL_WIDTHS = ("encoder", "mingru")
+
+
+def slow(*values):
+    return pytest.param(*values, marks=pytest.mark.slow)
 
 
 def needs_variant(gpu, variant):
@@ -23,7 +30,7 @@ def needs_variant(gpu, variant):
 
 
 @pytest.mark.parametrize("variant", [v.name for v in matmul.VARIANTS])
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", [slow(n) if n in REAL_WIDTHS else n for n in CASES])
 def test_matmul_golden(gpu, name, variant):
     needs_variant(gpu, variant)
     for label, got, want, tol in matmul_products(gpu, case("matmul", name), variant):
@@ -31,7 +38,7 @@ def test_matmul_golden(gpu, name, variant):
 
 
 @pytest.mark.parametrize("variant", [v.name for v in matmul.VARIANTS if v.splitk])
-@pytest.mark.parametrize("family,name", SPLITK_CASES)
+@pytest.mark.parametrize("family,name", [slow(f, n) if n in REAL_WIDTHS else (f, n) for f, n in SPLITK_CASES])
 def test_matmul_splitk_golden(gpu, family, name, variant):
     """Split 2, 3 and 16 ways along each product's reduced length (K for y, N for dx, M for dW)."""
     for label, got, want, tol in matmul_products(gpu, case(family, name), variant, SPLITS):
@@ -134,6 +141,7 @@ def test_gpu_rule_fills_a_gpu_at_the_default_shapes():
     assert matmul.gpu_rule(matmul.MatmulShape("matmul_backward_weight", 384, 128, 8192, 1, True, True)).splits > 1
 
 
+@pytest.mark.slow
 def test_sg8_without_8_lane_subgroups(gpu):
     """The sg8 kernels share rows through 8-lane subgroups and fall back to per-lane loads otherwise:
     run their goldens again on llvmpipe with 128-bit SIMD (4-lane subgroups), which takes the fallback."""

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from golden_check import assert_close, case, golden
-from golden_runs import mingru_scan, mingru_steps
+from golden.check import assert_close, case, golden
+from golden.runs import mingru_scan, mingru_steps
 from trainer.kernels.mingru import VARIANTS
 
 MINGRU_VARIANTS = [v.name for v in VARIANTS]

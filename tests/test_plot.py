@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from golden.check import assert_close
+
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("puffgpu_plot", ROOT / "tools" / "plot.py")
 plot_tool = importlib.util.module_from_spec(_spec)
@@ -50,7 +52,7 @@ def logs(tmp_path):
 def test_ema_matches_tensorboard_smoothing():
     got = plot_tool.ema([1.0, 2.0, 3.0, float("nan"), 4.0], 0.5)
     # s_t = 0.5 s_{t-1} + 0.5 x_t, divided by 1 - 0.5^t: 1, 1.25/0.75, 2.125/0.875, (skip), 3.0625/0.9375
-    np.testing.assert_allclose(got[:3] + got[4:], [1.0, 1.25 / 0.75, 2.125 / 0.875, 3.0625 / 0.9375], rtol=1e-12)
+    assert_close("ema", got[:3] + got[4:], np.array([1.0, 1.25 / 0.75, 2.125 / 0.875, 3.0625 / 0.9375]), "float64")
     assert math.isnan(got[3])
     assert plot_tool.ema([5.0, 7.0], 0.0) == [5.0, 7.0]
 
@@ -69,7 +71,7 @@ def test_grid_of_several_runs(logs, tmp_path):
     _, xs, ys = drawn["env/perf"][0]
     raw = [1 - math.exp(-e * 0.015) for e in range(1, 41)]
     assert xs == [1000.0 * e for e in range(1, 41)]
-    np.testing.assert_allclose(ys, plot_tool.ema(raw, 0.6), rtol=1e-12)
+    assert_close("plotted ema", ys, np.array(plot_tool.ema(raw, 0.6)), "float64")
     img = Image.open(out)
     assert img.format == "PNG" and img.size[0] >= 1600 and img.size[1] >= 1000
 
@@ -82,6 +84,7 @@ def test_time_axis_keeps_counting_across_a_resume(logs, tmp_path):
     assert drawn["SPS"][0][1] == xs  # under 120 s: seconds
 
 
+@pytest.mark.slow
 def test_cli_chooses_runs_and_writes_next_to_the_logs(logs, capsys):
     assert plot_tool.main(["platformer", "--log-dir", str(logs), "--runs", "a", "b-*"]) == 0
     assert (logs / "platformer" / "runs.png").is_file()

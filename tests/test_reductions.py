@@ -3,7 +3,7 @@ gradient norm (and its clip) and the per-matrix Frobenius norms; bit-identical r
 import numpy as np
 import pytest
 
-from golden_check import assert_close
+from golden.check import assert_close
 from trainer.kernels.muon import CHUNK as MUON_CHUNK
 
 WG = MUON_CHUNK // 16

@@ -62,6 +62,7 @@ def _epochs(log: Path):
     return [r for r in rows if r["type"] == "config"], [r["epoch"] for r in rows if r["type"] == "epoch"]
 
 
+@pytest.mark.slow
 def test_tiny_sweep_on_memory_resumes_after_ctrl_c(tmp_path):
     logs, ck = tmp_path / "logs", tmp_path / "ck"
     cmd = [sys.executable, "-m", "trainer.sweep", "--env", "memory", "--config", "envs/memory/sweep.ini",

@@ -14,6 +14,8 @@ from trainer import config
 from trainer.run import TrainingError, train
 from trainer.spec import PolicySpec
 
+pytestmark = pytest.mark.slow  # every test here runs the trainer end to end
+
 # seconds on lavapipe: 16 agents × 8 steps per epoch, 2 minibatches of 8 rows, a small policy
 SMOKE = {"vec.total_agents": "16", "train.horizon": "8", "train.minibatch_size": "64", "policy.hidden_size": "16",
          "policy.num_layers": "2", "train.total_timesteps": str(16 * 8 * 3), "base.checkpoint_interval": "2"}

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from golden.check import assert_close
 from trainer import tune
 from trainer.kernels import GPU_MIN_INVOCATIONS, matmul, mingru
 from trainer.gpu import GPUError
@@ -50,7 +51,7 @@ def test_tuner_times_caches_and_reuses(gpu, fresh):
     assert entry["choice"] in [str(c) for c in matmul.candidates(shape, gpu)]
     assert len(entry["seconds"]) >= 4 and entry["seconds"][entry["choice"]] == min(
         v for c, v in entry["seconds"].items() if c not in entry["pruned"] + entry["estimated"])
-    assert np.allclose(got.reshape(want.shape), want, rtol=1e-5, atol=1e-5)
+    assert_close(f"matmul_forward[{entry['choice']}] {key}", got, want, "matmul")
     data = json.loads(t.path.read_text())
     assert data["schema"] == tune.SCHEMA and data["kernels"] == t.version and key in data["entries"]
     assert data["adapter"]["name"] == gpu.name and t.path.parent.name == "tune"
@@ -103,7 +104,7 @@ def test_pins(gpu, fresh, monkeypatch):
     t = fresh()
     got, want, key, _ = _forward(gpu)
     assert t.sources[key] == "pinned" and t.memo[key]["choice"] == "tile4x4_vec4/s3"  # vec4 where it applies
-    assert np.allclose(got.reshape(want.shape), want, rtol=1e-5, atol=1e-5)
+    assert_close(f"matmul_forward[tile4x4_vec4/s3] {key}", got, want, "matmul")
     odd = matmul.MatmulShape("matmul_forward", 5, 3, 413, 1, False, False)
     assert str(matmul.FAMILY.pin("tile4x4_vec4", odd, gpu)) == "tile4x4"  # the scalar sibling where vec4 does not apply
     assert str(t.choose(mingru.FAMILY, mingru.MingruShape("mingru_scan_forward", 2, 3, 8), None)) == "scalar"
@@ -161,6 +162,7 @@ SMOKE = {"vec.total_agents": "16", "train.horizon": "8", "train.minibatch_size":
          "policy.num_layers": "2", "train.total_timesteps": str(16 * 8 * 3), "base.checkpoint_interval": "100"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pin", ["matmul=tile4x4/s2,mingru=scalar", "matmul=wgmem/s3,mingru=vec4"])
 def test_training_is_bit_identical_for_a_fixed_choice(gpu, fresh, tmp_path, monkeypatch, pin):
     from trainer import config

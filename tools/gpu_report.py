@@ -28,7 +28,7 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tools"), str(ROOT / "tests")]  # trainer, bench_kernels, golden_check
+sys.path[:0] = [str(ROOT), str(ROOT / "tools")]  # trainer and golden (the checkout), bench_kernels
 
 import numpy as np  # noqa: E402
 
@@ -95,8 +95,8 @@ def report_goldens(gpu, verbose: bool):
 
 
 def _report_goldens(gpu, verbose: bool):
-    import golden_runs as gr
-    from golden_check import TOLERANCES, case, rel_error
+    import golden.runs as gr
+    from golden.check import TOLERANCES, case, rel_error
     from trainer.kernels import matmul, mingru
     groups = []  # (group label, thunk returning checks)
     probe = matmul.MatmulShape("matmul_forward", 4, 4, 4, 1, True, True)

@@ -3,7 +3,7 @@
 # UndefinedBehaviorSanitizer and steps it with random actions (1% garbage: NaN, inf, out of
 # range), reading the [env] keys from the env's .ini.
 #
-#   tools/sanitize_envs.sh                  # every env in envs/*/
+#   tools/sanitize_envs.sh                  # every env: each folder envs/<name>/ holding <name>.h
 #   tools/sanitize_envs.sh platformer       # one env
 #   tools/sanitize_envs.sh path/to/my_env.h # any env header (its .ini beside it)
 #   AGENTS=16 STEPS=10000 THREADS=2 tools/sanitize_envs.sh

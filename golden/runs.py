@@ -1,16 +1,15 @@
 """Golden checks as plain functions: run a kernel on a golden case, return what to compare.
 
 Each function returns a list of checks (label, got, want, tolerance key) for
-golden_check.assert_close / rel_error. The tests assert them; tools/gpu_report.py runs them on a
+golden.check.assert_close / rel_error. The tests assert them; tools/gpu_report.py runs them on a
 user's adapter without pytest (so nothing here imports pytest or torch).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from golden_check import case, golden, meta
-from trainer.kernels import matmul
-from trainer.kernels import Choice
+from golden.check import case, golden, meta
+from trainer.kernels import Choice, matmul
 from trainer.kernels.advantage import compute_advantage
 from trainer.kernels.mingru import mingru_scan_backward, mingru_scan_forward, mingru_step
 from trainer.kernels.ppo import ppo_loss, reduce_logstd_grad, reduce_stats
