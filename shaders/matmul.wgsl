@@ -69,15 +69,7 @@ const FORWARD: u32 = 0u;
 const BACKWARD_INPUT: u32 = 1u;
 const BACKWARD_WEIGHT: u32 = 2u;
 
-fn store(m: u32, n: u32, bt: u32, v: f32) {
-    let tr = p.tr != 0u;
-    let r = select(m, n, tr); let c = select(n, m, tr);
-    var out = p.alpha * v;
-    if (p.beta != 0.0) {
-        out += p.beta * z[p.z_off + bt * p.z_bs + r * p.ldz + c];
-    }
-    y[p.y_off + bt * p.y_bs + r * p.ldy + c] = out;
-}
+#include "epilogue.wgsl"
 
 // ---------------------------------------------------------------- reference kernels
 

@@ -67,15 +67,7 @@ alias V8 = array<vec4<f32>, 8>;
 alias Tile = array<vec4<f32>, 16>;  // row i of the 8×8 tile = (tile[2i], tile[2i+1])
 alias Rows = array<u32, 8>;
 
-fn store(m: u32, n: u32, bt: u32, v: f32) {
-    let tr = p.tr != 0u;
-    let r = select(m, n, tr); let c = select(n, m, tr);
-    var out = p.alpha * v;
-    if (p.beta != 0.0) {
-        out += p.beta * z[p.z_off + bt * p.z_bs + r * p.ldz + c];
-    }
-    y[p.y_off + bt * p.y_bs + r * p.ldy + c] = out;
-}
+#include "epilogue.wgsl"
 
 
 // ---------------------------------------------------------------- tile helpers

@@ -42,16 +42,7 @@ override WG: u32 = 64u;
 override WG_REDUCE: u32 = 256u;
 const PER_THREAD: u32 = 16u;  // first pass: each invocation adds 16 squares (CHUNK = 16·WG_REDUCE)
 
-var<workgroup> partial: array<f32, 1024>;
-
-// tree-sum of partial[0 .. WG_REDUCE) into partial[0]
-fn tree_sum(j: u32) {
-    for (var half = WG_REDUCE / 2u; half > 0u; half /= 2u) {
-        workgroupBarrier();
-        if (j < half) { partial[j] += partial[j + half]; }
-    }
-    workgroupBarrier();
-}
+#include "reduce.wgsl"
 
 // Σ of squares of grads[first + j + WG_REDUCE·q] (q < PER_THREAD, index < end), tree-summed over the workgroup
 fn grads_sum_sq(j: u32, first: u32, end: u32) -> f32 {

@@ -163,16 +163,7 @@ fn ppo_loss(@builtin(global_invocation_id) gid: vec3<u32>) {
     stats[st + 7u] = ratio;
 }
 
-var<workgroup> partial: array<f32, 1024>;
-
-// tree-sum of partial[0 .. WG_REDUCE) into partial[0] (every thread has written its own entry)
-fn tree_sum(j: u32) {
-    workgroupBarrier();
-    for (var half = WG_REDUCE / 2u; half > 0u; half /= 2u) {
-        if (j < half) { partial[j] += partial[j + half]; }
-        workgroupBarrier();
-    }
-}
+#include "reduce.wgsl"
 
 @compute @workgroup_size(WG_REDUCE, 1, 1)
 fn reduce_stats(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {

@@ -88,6 +88,7 @@ class Variant:
     base: str = ""
     bindings: tuple[tuple[str, str], ...] = ()  # (launcher operand name, WGSL binding name) renames
     unbound: tuple[str, ...] = ()  # bindings the entry point declares but this variant leaves unbound
+    max_work: int | None = None  # a timing candidate only for shapes with at most this much work
 
     @property
     def invocations_per_workgroup(self) -> int:

@@ -189,24 +189,25 @@ _SG_VEC4_HINT = ("needs 16-byte aligned operands whose strides are multiples of 
 _VEC4_OPERANDS = (("a", "a4"), ("b", "b4"))
 
 
-def _tile(name: str, rows: int, vec4: bool) -> Variant:
-    return Variant("matmul", name, "matmul.wgsl", "{form}_tile", (8, 8, 1), (rows, 4), TileGeometry(rows),
-                   constants=(("BR", rows // 4), ("VEC4", int(vec4))), splitk=True,
-                   layout="vec4" if vec4 else None, layout_hint=_VEC4_HINT, base=name.removesuffix("_vec4"),
+def _tile(base: str, rows: int, vec4: bool) -> Variant:
+    """tile4x4 / tile8x4 (rows × 4 outputs per invocation), with scalar or vec4 loads."""
+    return Variant("matmul", base + ("_vec4" if vec4 else ""), "matmul.wgsl", "{form}_tile", (8, 8, 1), (rows, 4),
+                   TileGeometry(rows), constants=(("BR", rows // 4), ("VEC4", int(vec4))), splitk=True,
+                   layout="vec4" if vec4 else None, layout_hint=_VEC4_HINT, base=base,
                    bindings=_VEC4_OPERANDS if vec4 else (), unbound=("a", "b") if vec4 else ("a4", "b4"))
 
 
 VARIANTS = (
     Variant("matmul", "ref", "matmul.wgsl", "{form}_ref", (16, 16, 1), (1, 1), RefGeometry(),
-            constants=(("WG_X", 16), ("WG_Y", 16))),
+            constants=(("WG_X", 16), ("WG_Y", 16)), max_work=REF_MAX_WORK),
     Variant("matmul", "sg8", "matmul_subgroup.wgsl", "{form}_sg8", (8, 1, 1), (8, 8), SubgroupGeometry(),
             features=("subgroup",), base="sg8"),
     Variant("matmul", "sg8_vec4", "matmul_subgroup.wgsl", "{form}_sg8_vec4", (8, 1, 1), (8, 8), SubgroupGeometry(),
             features=("subgroup",), layout="sg_vec4", layout_hint=_SG_VEC4_HINT, base="sg8", bindings=_VEC4_OPERANDS),
     _tile("tile4x4", 4, False),
-    _tile("tile4x4_vec4", 4, True),
+    _tile("tile4x4", 4, True),
     _tile("tile8x4", 8, False),
-    _tile("tile8x4_vec4", 8, True),
+    _tile("tile8x4", 8, True),
     Variant("matmul", "wgmem", "matmul.wgsl", "{form}_wgmem", (16, 16, 1), (4, 4), WgmemGeometry(), splitk=True),
 )
 BY_NAME = {v.name: v for v in VARIANTS}
@@ -247,11 +248,11 @@ def default(shape: MatmulShape, gpu) -> Choice:
 
 def candidates(shape: MatmulShape, gpu) -> list[Choice]:
     """Every applicable choice worth timing: the widest loads of each base (never slower), each
-    split-K variant also with the GPU rule's splits, `ref` only for small products."""
+    split-K variant also with the GPU rule's splits, a variant with max_work (`ref`) only below it."""
     out = []
     for base in dict.fromkeys(v.base or v.name for v in VARIANTS):
         v = _widest(base, shape)
-        if v.unavailable(shape, gpu) or (v.name == "ref" and shape.work > REF_MAX_WORK):
+        if v.unavailable(shape, gpu) or (v.max_work is not None and shape.work > v.max_work):
             continue
         out.append(Choice(v))
         if (s := gpu_splits(v, shape)) > 1:
