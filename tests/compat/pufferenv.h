@@ -1,6 +1,7 @@
 /* PufferLib 5.0's env contract restated as declarations only (written here from the 5.0
  * interface in PufferLib's src/pufferenv.h: names, types and signatures; no code of PufferLib's).
- * tests/test_envs5.py compiles puffgpu's envs against this directory instead of envs/, so an env that leans on anything puffgpu adds (the canvas, PUFFGPU, ...) fails there.
+ * tests/test_envs5.py compiles puffgpu's envs against this directory instead of envs/, so an
+ * env that leans on anything puffgpu adds (the canvas, PUFFGPU, ...) fails there.
  */
 #pragma once
 
