@@ -23,7 +23,7 @@ Adding a family: one `.wgsl` file in shaders/, one module here with its launcher
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 from ..gpu import GPUError, Range
@@ -154,13 +154,13 @@ class Family:
 
     default(shape, gpu): the choice without timing; gpu_rule(shape): the static choice for a real
     GPU (also what the dispatch-shape report checks); candidates(shape, gpu): every applicable
-    choice worth timing."""
+    choice worth timing; rule_splits(variant, shape): the splits of K a pin without /sN gets."""
     name: str
     variants: tuple[Variant, ...]
     default: Callable
     gpu_rule: Callable
     candidates: Callable
-    extra: dict = field(default_factory=dict)
+    rule_splits: Callable = lambda variant, shape: 1
 
     def variant(self, name: str) -> Variant:
         for v in self.variants:
@@ -204,7 +204,7 @@ class Family:
         for v in sorted(group, key=lambda v: v.layout is None):  # layout-restricted (wider loads) first
             why = v.unavailable(shape, gpu)
             if why is None:
-                splits = int(s) if s else self.extra.get("rule_splits", lambda v, sh: 1)(v, shape)
+                splits = int(s) if s else self.rule_splits(v, shape)
                 return Choice(v, splits if v.splitk else 1)
             reasons.append(why)
         raise GPUError(f"PUFFGPU_KERNELS/--kernels pins {self.name}={text}, but for {shape.label()}: {reasons[-1]}")

@@ -261,7 +261,7 @@ def candidates(shape: MatmulShape, gpu) -> list[Choice]:
 
 
 FAMILY = Family("matmul", VARIANTS, default=default, gpu_rule=gpu_rule, candidates=candidates,
-                extra={"rule_splits": gpu_splits})
+                rule_splits=gpu_splits)
 
 
 # ------------------------------------------------------------------------------------ launchers
