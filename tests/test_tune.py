@@ -180,3 +180,17 @@ def test_training_is_bit_identical_for_a_fixed_choice(gpu, fresh, tmp_path, monk
         weights.append(load(res["checkpoint"], spec, env="memory")[0].tobytes())
         losses.append([json.loads(l).get("loss") for l in open(res["log"])])
     assert weights[0] == weights[1] and losses[0] == losses[1]
+
+
+def test_variant_tables_match_the_shaders(gpu):
+    """Every variant of every family with variants names an entry point its shader file has, for every
+    form, with the workgroup the file declares under the variant's override constants."""
+    forms = {"matmul": matmul.FORMS, "mingru": ("mingru_step", "mingru_scan_forward", "mingru_scan_backward")}
+    for family in tune.FAMILIES.values():
+        assert len({v.name for v in family.variants}) == len(family.variants)
+        for v in family.variants:
+            sf = gpu.shader_file(v.file)
+            for form in forms[family.name]:
+                entry = v.entry_for(form)
+                assert entry in sf.workgroup, f"{v.name}: {v.file} has no entry point {entry}"
+                assert sf.workgroup_size(entry, dict(v.constants)) == v.invocations_per_workgroup, (v.name, entry)

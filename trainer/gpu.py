@@ -309,7 +309,7 @@ class Kernel:
     def __init__(self, gpu: "GPU", file: str, entry: str, constants: dict | None = None):
         self.gpu, self.file, self.entry = gpu, file, entry
         self.constants = dict(constants or {})
-        sf = gpu._shader_file(file)
+        sf = gpu.shader_file(file)
         if entry not in sf.uses:
             raise GPUError(f"{file}: no entry point {entry!r}")
         self.shader = sf
@@ -629,14 +629,15 @@ class GPU:
         return self._scratch[-1].f32(0, count)
 
     # shaders -----------------------------------------------------------------------------
-    def _shader_file(self, file: str) -> ShaderFile:
+    def shader_file(self, file: str) -> ShaderFile:
+        """The parsed (include-expanded) shaders/ file `file`, loaded once."""
         if file not in self._files:
             self._files[file] = ShaderFile.load(file)
         return self._files[file]
 
     def _module(self, file: str):
         if file not in self._modules:
-            self._modules[file] = self.device.create_shader_module(code=self._shader_file(file).source, label=file)
+            self._modules[file] = self.device.create_shader_module(code=self.shader_file(file).source, label=file)
         return self._modules[file]
 
     def kernel(self, file: str, entry: str, **constants) -> Kernel:
