@@ -20,7 +20,8 @@ and, for known PufferLib/raylib mismatches, what to change.
 Environment variables:
     PUFFGPU_CC         C compiler (default: $CC, else cc)
     PUFFGPU_CFLAGS     extra flags, appended
-    PUFFGPU_ENV_CACHE  cache folder (default: $PUFFGPU_CACHE/envs, else ~/.cache/puffgpu/envs)
+    PUFFGPU_ENV_CACHE  cache folder (default: cache_root()/envs; cache_root() is $PUFFGPU_CACHE,
+                       else %LOCALAPPDATA%\\puffgpu, ~/Library/Caches/puffgpu or ~/.cache/puffgpu)
 """
 
 import contextlib
@@ -154,10 +155,20 @@ _loaded = {}  # resolved header path -> module, so one process loads each build 
 
 
 def cache_root() -> Path:
-    """puffgpu's cache folder: $PUFFGPU_CACHE, else ~/.cache/puffgpu (env builds under envs/, the
-    kernel tuner's choices under tune/)."""
+    """puffgpu's cache folder (env builds under envs/, the kernel tuner's choices under tune/):
+    $PUFFGPU_CACHE, else the OS's usual place: %LOCALAPPDATA%\\puffgpu on Windows,
+    ~/Library/Caches/puffgpu on macOS, $XDG_CACHE_HOME/puffgpu (default ~/.cache/puffgpu) elsewhere."""
     root = os.environ.get("PUFFGPU_CACHE")
-    return Path(root).expanduser() if root else Path.home() / ".cache" / "puffgpu"
+    if root:
+        return Path(root).expanduser()
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA")
+        return Path(base) / "puffgpu" if base else Path.home() / "AppData" / "Local" / "puffgpu"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "puffgpu"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    # the XDG spec: a relative $XDG_CACHE_HOME is invalid and ignored
+    return (Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache") / "puffgpu"
 
 
 def cache_dir():
@@ -167,8 +178,19 @@ def cache_dir():
     return Path(env).expanduser() if env else cache_root() / "envs"
 
 
+def split_command(text, windows=None):
+    """A command line (PUFFGPU_CC, CC, PUFFGPU_CFLAGS) as a list of words. POSIX shell rules on
+    POSIX; on Windows backslashes are path separators, not escapes, and double quotes group
+    (`"C:\\Program Files\\LLVM\\bin\\clang.exe" -O2` is two words)."""
+    windows = sys.platform == "win32" if windows is None else windows
+    if not windows:
+        return shlex.split(text)
+    return [w[1:-1] if len(w) >= 2 and w[0] == w[-1] == '"' else w
+            for w in shlex.split(text, posix=False)]
+
+
 def _compiler():
-    return shlex.split(os.environ.get("PUFFGPU_CC") or os.environ.get("CC") or "cc")
+    return split_command(os.environ.get("PUFFGPU_CC") or os.environ.get("CC") or "cc")
 
 
 _versions = {}
@@ -178,7 +200,8 @@ def _compiler_version(cc):
     key = tuple(cc)
     if key not in _versions:
         try:
-            out = subprocess.run(cc + ["--version"], capture_output=True, text=True, timeout=30)
+            out = subprocess.run(cc + ["--version"], capture_output=True, text=True, encoding="utf-8",
+                                 errors="replace", timeout=30)
             _versions[key] = out.stdout.splitlines()[0] if out.stdout else ""
         except (OSError, subprocess.TimeoutExpired):
             _versions[key] = ""
@@ -242,7 +265,7 @@ def _manifest_path(stem, config_key):
 def _cached_module(stem, config_key):
     """The cached .so for this config if every file it was built from is unchanged, else None."""
     try:
-        manifest = json.loads(_manifest_path(stem, config_key).read_text())
+        manifest = json.loads(_manifest_path(stem, config_key).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     for path, digest in manifest.get("deps", {}).items():
@@ -348,7 +371,7 @@ def _compile(header, modname, out_path, cc, flags):
         cmd = [*cc, *flags, "-MD", "-MF", str(dep_file), f"-I{header.parent}", f"-I{py_include}",
                f"-I{ENVS_DIR}", str(c_file), *link, "-o", str(so_tmp), "-lm"]
         try:
-            res = subprocess.run(cmd, capture_output=True, text=True)
+            res = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", errors="replace")
         except FileNotFoundError:
             raise RuntimeError(f"no C compiler {cc[0]!r} found to build env {header.name}; "
                                f"install gcc or clang, or name one with PUFFGPU_CC") from None
@@ -358,7 +381,7 @@ def _compile(header, modname, out_path, cc, flags):
                 f"compiling env header {header} failed" + (f" at {where}" if where else "")
                 + f" (exit {res.returncode}); the first errors:\n{shown}\n"
                 f"command: {shlex.join(cmd)}", res.stderr)
-        deps = parse_depfile(dep_file.read_text()) if dep_file.is_file() else []
+        deps = parse_depfile(dep_file.read_text(encoding="utf-8", errors="surrogateescape")) if dep_file.is_file() else []
         os.replace(so_tmp, out_path)
     return [str(Path(d).resolve()) for d in deps if Path(d).resolve() != c_file.resolve()]
 
@@ -397,7 +420,7 @@ def _undefined_symbol_error(header, err):
     where = ""
     for path in [header, *sorted(header.parent.glob("*.h"))]:
         try:
-            for n, line in enumerate(Path(path).read_text(errors="replace").splitlines(), 1):
+            for n, line in enumerate(Path(path).read_text(encoding="utf-8", errors="replace").splitlines(), 1):
                 if re.search(rf"\b{re.escape(name)}\b", line):
                     where = f" ({path}:{n} uses it)"
                     break
@@ -421,7 +444,7 @@ def load_module(header):
     if header in _loaded:
         return _loaded[header]
     cc = _compiler()
-    flags = OPT_FLAGS + STRICT_FLAGS + shlex.split(os.environ.get("PUFFGPU_CFLAGS", ""))
+    flags = OPT_FLAGS + STRICT_FLAGS + split_command(os.environ.get("PUFFGPU_CFLAGS", ""))
     stem = "".join(c if c.isalnum() else "_" for c in header.stem)
     config_key = _config_key(header, cc, flags)
     out_path = _cached_module(stem, config_key)

@@ -17,6 +17,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import envs  # noqa: E402
+from envs.console import safe_console  # noqa: E402
 
 
 def steps_per_second(name, agents, threads, seconds, config):
@@ -42,6 +43,7 @@ def steps_per_second(name, agents, threads, seconds, config):
 
 
 def main():
+    safe_console()  # a console or pipe that cannot encode a character gets '?'
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--env", required=True, help=f"env name ({', '.join(envs.list_envs())}) or header path")
     p.add_argument("--agents", type=int, default=None, help="total agents (default: the env's .ini [vec] total_agents, else 1024)")

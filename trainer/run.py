@@ -31,6 +31,7 @@ from typing import NamedTuple
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import envs  # noqa: E402
+from envs.console import safe_console  # noqa: E402
 
 from . import checkpoint as ckpt  # noqa: E402
 from . import config as config_mod  # noqa: E402
@@ -303,6 +304,7 @@ def gpu_errors() -> tuple:
 
 
 def main(argv: list[str] | None = None) -> int:
+    safe_console()  # a console or pipe that cannot encode a character gets '?'
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(prog="python -m trainer.run", add_help=False,
                                  description="Train a PufferLib 5.0 policy with WGSL kernels on any GPU.")
@@ -314,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="pin kernel variants instead of tuning them, e.g. matmul=sg8 (lavapipe's kernels), "
                          "matmul=tile4x4/s4 (4×4 tiles, K split 4 ways), mingru=scalar (env PUFFGPU_KERNELS)")
     ap.add_argument("--retune", action="store_true", help="time the kernel variants again, replacing the cached "
-                    "choices (env PUFFGPU_RETUNE=1; cache in $PUFFGPU_CACHE/tune, default ~/.cache/puffgpu/tune)")
+                    "choices (env PUFFGPU_RETUNE=1; cache in tune/ of $PUFFGPU_CACHE, default the OS cache folder)")
     ap.add_argument("--no-tune", action="store_true", help="do not time kernel variants: use cached choices, "
                     "else the static default (env PUFFGPU_TUNE=0)")
     ap.add_argument("-h", "--help", action="store_true", help="show every config key and exit")

@@ -44,6 +44,7 @@ from envs.atomic import atomic_write
 from . import config as config_mod
 from .metrics import LOSSES, RUN
 from .dashboard import fmt_time
+from envs.console import safe_console
 
 DISTRIBUTIONS = ("uniform", "int_uniform", "uniform_pow2", "log_normal", "logit_normal")
 METHODS = ("tpe", "random")
@@ -291,7 +292,7 @@ def claim_adapter(names: list[str]):
     if len(names) <= 1:
         return None, None
     for i, name in enumerate(names):
-        f = open(f"/tmp/puffgpu-sweep-adapter-{os.getuid()}-{i}.lock", "w")
+        f = open(f"/tmp/puffgpu-sweep-adapter-{os.getuid()}-{i}.lock", "w", encoding="utf-8")
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return name, f
@@ -389,7 +390,7 @@ def _callback_class():
 def first_error_line(trial_or_result) -> str:
     path = getattr(trial_or_result, "error_file", None)
     err = getattr(trial_or_result, "error", None)
-    text = str(err) if err is not None else (Path(path).read_text() if path and Path(path).is_file() else "")
+    text = str(err) if err is not None else (Path(path).read_text(encoding="utf-8", errors="replace") if path and Path(path).is_file() else "")
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     hits = [ln for ln in lines if "Error:" in ln and "TuneError" not in ln and "RayTaskError" not in ln]
     return (hits[-1] if hits else (lines[-1] if lines else "unknown error"))[:200]
@@ -453,7 +454,7 @@ def resumable_asha(state_path: Path, **kw):
             if not self._loaded:
                 self._loaded = True
                 if os.path.exists(self._state_path):
-                    saved = json.loads(Path(self._state_path).read_text())
+                    saved = json.loads(Path(self._state_path).read_text(encoding="utf-8"))
                     for bracket, rungs in zip(self._brackets, saved):
                         for (milestone, recorded), (m, rec) in zip(bracket._rungs, rungs):
                             if milestone == m:
@@ -603,6 +604,7 @@ def plot_sweep(sw: Sweep, rows: list[dict], out: Path):
 
 
 def main(argv: list[str] | None = None) -> int:
+    safe_console()  # a console or pipe that cannot encode a character gets '?'
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(prog="python -m trainer.sweep", description=__doc__.split("\n")[0])
     ap.add_argument("--env", required=True, help="env name or path to an env header")
