@@ -20,6 +20,8 @@ and, for known PufferLib/raylib mismatches, what to change.
 Environment variables:
     PUFFGPU_CC         C compiler (default: $CC, else cc)
     PUFFGPU_CFLAGS     extra flags, appended
+    PUFFGPU_OPENMP     0: build without OpenMP (the envs step on envs/threadpool.h's threads, as
+                       with a compiler that has no OpenMP, e.g. Apple's clang)
     PUFFGPU_ENV_CACHE  cache folder (default: cache_root()/envs; cache_root() is $PUFFGPU_CACHE,
                        else %LOCALAPPDATA%\\puffgpu, ~/Library/Caches/puffgpu or ~/.cache/puffgpu)
 """
@@ -37,7 +39,6 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-import warnings
 from pathlib import Path
 
 import cffi
@@ -45,7 +46,7 @@ import cffi
 from .atomic import atomic_write
 
 ENVS_DIR = Path(__file__).resolve().parent
-OPT_FLAGS = ["-O3", "-fPIC", "-fopenmp", "-fno-strict-aliasing", "-Wno-unused-function"]
+OPT_FLAGS = ["-O3", "-fPIC", "-fno-strict-aliasing", "-Wno-unused-function"]
 STRICT_FLAGS = ["-Werror=implicit-function-declaration", "-Werror=int-conversion",
                 "-Werror=incompatible-pointer-types"]
 MAX_ERROR_LINES = 40  # of compiler output shown, counted from the first error
@@ -61,6 +62,7 @@ void vec_act_sizes(int* out);
 int vec_obs_bytes(void);
 const char* vec_obs_type(void);
 int vec_log_fields(void);
+const char* vec_threads_kind(void);
 int vec_has_scripted(void);
 
 Dict* vec_dict_new(const char* name);
@@ -151,7 +153,7 @@ class EnvBuildError(RuntimeError):
         self.stderr = stderr
 
 
-_loaded = {}  # resolved header path -> module, so one process loads each build once
+_loaded = {}  # (resolved header path, config key) -> module, so one process loads each build once
 
 
 def cache_root() -> Path:
@@ -206,6 +208,67 @@ def _compiler_version(cc):
         except (OSError, subprocess.TimeoutExpired):
             _versions[key] = ""
     return _versions[key]
+
+
+OPENMP_PROBE = """#include <omp.h>
+int puf_openmp_probe(int n) {
+    int s = 0;
+    #pragma omp parallel for schedule(static) reduction(+:s)
+    for (int i = 0; i < n; i++) s += omp_get_thread_num() >= 0;
+    return s;
+}
+"""
+
+
+def _openmp_candidates():
+    """Flag sets that may build with OpenMP, best first: the compiler's own -fopenmp, then (macOS)
+    Homebrew's libomp, which Apple clang takes through -Xpreprocessor."""
+    yield ["-fopenmp"]
+    if sys.platform == "darwin":
+        prefixes = [os.environ.get("HOMEBREW_PREFIX", ""), "/opt/homebrew", "/usr/local"]
+        for prefix in dict.fromkeys(p for p in prefixes if p):
+            omp = Path(prefix) / "opt" / "libomp"
+            if (omp / "include" / "omp.h").is_file():
+                yield ["-Xpreprocessor", "-fopenmp", f"-I{omp / 'include'}", f"-L{omp / 'lib'}", "-lomp"]
+
+
+def openmp_flags(cc):
+    """The flags that build this compiler's modules with OpenMP, or [] when none work; then the
+    vecenv steps envs on its own threads (envs/threadpool.h), with the same partition.
+    PUFFGPU_OPENMP=0 gives [] without asking (the macOS path, on any OS). Probed by compiling a
+    small shared library once per compiler (command and version), cached in the env cache."""
+    if os.environ.get("PUFFGPU_OPENMP", "").strip() == "0":
+        return []
+    key = _hash_parts(["openmp", *cc, _compiler_version(cc), sys.platform])[:16]
+    cache = cache_dir() / f"_openmp_{key}.json"
+    try:
+        return list(json.loads(cache.read_text(encoding="utf-8"))["flags"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    found = []
+    with tempfile.TemporaryDirectory(prefix="puffgpu-openmp-") as tmp:
+        src = Path(tmp) / "probe.c"
+        src.write_text(OPENMP_PROBE, encoding="utf-8")
+        for flags in _openmp_candidates():
+            cmd = [*cc, "-O1", "-fPIC", *flags, str(src), *_link_flags(), "-o", str(Path(tmp) / "probe.so")]
+            try:
+                res = subprocess.run(cmd, capture_output=True, timeout=120)
+            except (OSError, subprocess.TimeoutExpired):
+                break
+            if res.returncode == 0:
+                found = flags
+                break
+    try:
+        atomic_write(cache, json.dumps({"compiler": cc, "flags": found}))
+    except OSError:
+        pass
+    return found
+
+
+def _link_flags():
+    if sys.platform == "darwin":
+        return ["-shared", "-undefined", "dynamic_lookup"]
+    return ["-shared"]
 
 
 def _c_string(path):
@@ -364,9 +427,7 @@ def _compile(header, modname, out_path, cc, flags):
             ffi.emit_c_code(str(c_file))
         so_tmp = Path(tmp) / out_path.name
         dep_file = Path(tmp) / "deps.d"
-        link = ["-shared"]
-        if sys.platform == "darwin":
-            link += ["-undefined", "dynamic_lookup"]
+        link = _link_flags()
         # the env's own folder first, so a header beside it wins over ours
         cmd = [*cc, *flags, "-MD", "-MF", str(dep_file), f"-I{header.parent}", f"-I{py_include}",
                f"-I{ENVS_DIR}", str(c_file), *link, "-o", str(so_tmp), "-lm"]
@@ -441,27 +502,15 @@ def load_module(header):
     header = Path(header).resolve()
     if not header.is_file():
         raise FileNotFoundError(f"env header {header} does not exist")
-    if header in _loaded:
-        return _loaded[header]
     cc = _compiler()
-    flags = OPT_FLAGS + STRICT_FLAGS + split_command(os.environ.get("PUFFGPU_CFLAGS", ""))
+    flags = (OPT_FLAGS + openmp_flags(cc) + STRICT_FLAGS
+             + split_command(os.environ.get("PUFFGPU_CFLAGS", "")))
     stem = "".join(c if c.isalnum() else "_" for c in header.stem)
     config_key = _config_key(header, cc, flags)
-    out_path = _cached_module(stem, config_key)
-    if out_path is None:
-        try:
-            out_path = _build(header, stem, config_key, cc, flags)
-        except EnvBuildError as err:
-            message = err.stderr.lower()
-            if "-fopenmp" not in flags or ("openmp" not in message and "omp.h" not in message):
-                raise
-            # Apple clang has no -fopenmp: build single-threaded rather than not at all.
-            warnings.warn(f"{cc[0]} cannot build with OpenMP; {header.name} will step on one "
-                          f"thread. Install an OpenMP-capable compiler (e.g. PUFFGPU_CC=gcc-14) "
-                          f"for threads.")
-            flags = [f for f in flags if f != "-fopenmp"]
-            config_key = _config_key(header, cc, flags)
-            out_path = _cached_module(stem, config_key) or _build(header, stem, config_key, cc, flags)
+    key = (header, config_key)
+    if key in _loaded:
+        return _loaded[key]
+    out_path = _cached_module(stem, config_key) or _build(header, stem, config_key, cc, flags)
     modname = out_path.name.split(".")[0].rsplit("_", 1)[0]  # drop the content suffix
     loader = importlib.machinery.ExtensionFileLoader(modname, str(out_path))
     spec = importlib.util.spec_from_file_location(modname, str(out_path), loader=loader)
@@ -473,5 +522,5 @@ def load_module(header):
         if better is not None:
             raise better from None
         raise
-    _loaded[header] = module
+    _loaded[key] = module
     return module

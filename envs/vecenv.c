@@ -1,4 +1,5 @@
-/* vecenv.c — steps many copies of one env header on OpenMP threads (PufferLib 5.0's CPU vecenv).
+/* vecenv.c — steps many copies of one env header on CPU threads (PufferLib 5.0's CPU vecenv):
+ * OpenMP's when the compiler has it, else the portable pool of threadpool.h (same partition).
  *
  * Compiled once per env with -DENV_HEADER='"path/to/env.h"' (envs/build.py does it through cffi;
  * envs/vecenv_driver.c includes this file for plain-C and sanitizer runs).
@@ -17,6 +18,10 @@
 #include <stdint.h>
 #ifdef _OPENMP
 #include <omp.h>
+#define VEC_THREADS_KIND "openmp"
+#else
+#include "threadpool.h"
+#define VEC_THREADS_KIND POOL_THREADS_KIND
 #endif
 
 static const int vec_act_sizes_table[NUM_ATNS] = ACT_SIZES;
@@ -56,6 +61,8 @@ const char* vec_obs_type(void) {
         default: "unknown");
 }
 int vec_log_fields(void) { return VEC_LOG_FIELDS; }
+/* What steps the envs: "openmp", "pthreads" or "win32" (threadpool.h). */
+const char* vec_threads_kind(void) { return VEC_THREADS_KIND; }
 
 /* ---- Config dicts, built by the host (C-allocated, as dict_set may realloc them) ---- */
 Dict* vec_dict_new(const char* name) {
@@ -209,28 +216,45 @@ static inline void vec_clear_env_outputs(Env* env) {
     }
 }
 
-void vec_reset(VecEnv* vec) {
-    Env* envs = vec->envs;
-    int n = vec->num_envs;
-    #pragma omp parallel for schedule(static) num_threads(vec->num_threads)
-    for (int e = 0; e < n; e++) {
+static void vec_reset_envs(void* arg, int lo, int hi) {
+    Env* envs = ((VecEnv*)arg)->envs;
+    for (int e = lo; e < hi; e++) {
         vec_clear_env_outputs(&envs[e]);
         puf_reset(&envs[e]);
     }
 }
 
-/* Steps envs [lo, hi) with `threads` OpenMP threads (< 1: the vecenv's count). */
-void vec_step_range(VecEnv* vec, int lo, int hi, int threads) {
+static void vec_step_envs(void* arg, int lo, int hi) {
+    VecEnv* vec = (VecEnv*)arg;
     Env* envs = vec->envs;
     int clear = vec->clear_outputs;
-    if (lo < 0) lo = 0;
-    if (hi > vec->num_envs) hi = vec->num_envs;
-    if (threads < 1) threads = vec->num_threads;
-    #pragma omp parallel for schedule(static) num_threads(threads)
     for (int e = lo; e < hi; e++) {
         if (clear) vec_clear_env_outputs(&envs[e]);
         puf_step(&envs[e]);
     }
+}
+
+/* fn over envs [lo, hi) on `threads` threads, statically partitioned (OpenMP's schedule(static),
+ * or threadpool.h's identical split). */
+static void vec_parallel(VecEnv* vec, int lo, int hi, int threads, void (*fn)(void*, int, int)) {
+#ifdef _OPENMP
+    #pragma omp parallel for schedule(static) num_threads(threads)
+    for (int e = lo; e < hi; e++) fn(vec, e, e + 1);
+#else
+    pool_parallel_for(lo, hi, threads, fn, vec);
+#endif
+}
+
+void vec_reset(VecEnv* vec) {
+    vec_parallel(vec, 0, vec->num_envs, vec->num_threads, vec_reset_envs);
+}
+
+/* Steps envs [lo, hi) with `threads` threads (< 1: the vecenv's count). */
+void vec_step_range(VecEnv* vec, int lo, int hi, int threads) {
+    if (lo < 0) lo = 0;
+    if (hi > vec->num_envs) hi = vec->num_envs;
+    if (threads < 1) threads = vec->num_threads;
+    vec_parallel(vec, lo, hi, threads, vec_step_envs);
 }
 
 void vec_step(VecEnv* vec) {
