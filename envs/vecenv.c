@@ -29,9 +29,10 @@ static const int vec_act_sizes_table[NUM_ATNS] = ACT_SIZES;
 _Static_assert(sizeof((int[])ACT_SIZES) / sizeof(int) == NUM_ATNS,
                "ACT_SIZES must list exactly NUM_ATNS head sizes");
 
-/* Env.agents is either an array (its size bounds num_agents) or a pointer the env sets. */
-#define VEC_AGENTS_IS_POINTER \
-    __builtin_types_compatible_p(__typeof__(((Env*)0)->agents), Agent*)
+/* Env.agents is either an array (its size bounds num_agents) or a pointer the env sets. The
+ * address of an array member is an Agent (*)[n], of a pointer member an Agent** (standard C11
+ * _Generic, which MSVC has too; no GCC builtins). */
+#define VEC_AGENTS_IS_POINTER _Generic(&((Env*)0)->agents, Agent**: 1, default: 0)
 #define VEC_MAX_AGENTS_PER_ENV \
     (VEC_AGENTS_IS_POINTER ? (1 << 30) : (int)(sizeof(((Env*)0)->agents) / sizeof(Agent)))
 #define VEC_LOG_FIELDS ((int)(sizeof(Log) / sizeof(float)))
@@ -154,7 +155,9 @@ VecEnv* vec_create(int total_agents, Dict* kwargs, unsigned int seed, int num_th
                      "of Env.agents)", env->num_agents, max);
             goto fail;
         }
-        if (VEC_AGENTS_IS_POINTER && *(Agent**)&env->agents == NULL) {
+        Agent* first = NULL;  /* the pointer's value (memcpy: no type-punned dereference) */
+        if (VEC_AGENTS_IS_POINTER) memcpy(&first, &env->agents, sizeof(first));
+        if (VEC_AGENTS_IS_POINTER && first == NULL) {
             snprintf(err, err_len, "Env.agents is a pointer and puf_init left it NULL; point it "
                      "at num_agents Agent structs");
             goto fail;

@@ -97,3 +97,32 @@ def test_text_files_are_read_and_written_as_utf8():
                         and not re.search(r"""["'][rwa]\+?b["']""", line) and "safe_open(" not in line:
                     bad.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
     assert not bad, "\n".join(bad)
+
+
+def test_msvc_gets_msvc_flags_and_its_dependency_list(tmp_path):
+    cc = [r"C:\Program Files\Microsoft Visual Studio\VC\bin\cl.exe"]
+    assert build.toolchain(cc) == "msvc" and build.toolchain(["x86_64-w64-mingw32-gcc"]) == "gnu"
+    flags = build.build_flags(cc, target="win32")
+    cmd = build.compile_command(cc, flags, "m.c", "out/m.pyd", "C:/e/x/x.h", "C:/py/include",
+                                target="win32", python_lib=("C:/py/libs", "python311"))
+    text = " ".join(cmd)
+    for gnu_only in ("-fPIC", "-MD", "-MF", "-Werror=", "-lm", "-O3", "-fopenmp", "-shared"):
+        assert gnu_only not in text
+    for msvc in ("/O2", "/std:c17", "/we4013", "/showIncludes", "/LD", "/LIBPATH:C:/py/libs"):
+        assert msvc in text
+    header = tmp_path / "x.h"
+    header.write_text("", encoding="utf-8")
+    deps, rest = build.parse_show_includes(f"m.c\nNote: including file: {header}\n"
+                                           f"Remarque : inclusion du fichier :  {header}\nm.c(3): warning")
+    assert deps == [str(header), str(header)] and rest == "m.c\nm.c(3): warning"
+
+
+def test_mingw_links_python_and_static_runtimes():
+    cc = ["x86_64-w64-mingw32-gcc"]
+    cmd = build.compile_command(cc, build.build_flags(cc, target="win32"), "m.c", "m.pyd", "/e/x/x.h",
+                                "/py/include", target="win32", python_lib=("/py/libs", "python311"))
+    assert "-fPIC" not in cmd and "-lm" not in cmd
+    assert cmd[-2:] == ["-L/py/libs", "-lpython311"] and "-static" in cmd and "-static-libgcc" in cmd
+    macos = build.compile_command(["cc"], ["-O3"], "m.c", "m.so", "/e/x/x.h", "/py/include", target="darwin")
+    assert ["-undefined", "dynamic_lookup"] == macos[macos.index("-undefined"):macos.index("-undefined") + 2]
+

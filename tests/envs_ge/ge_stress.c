@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
         if (t % 3 == 0) vec_ge_sync(vec);  /* some steps merge later (as with env buffers) */
         if (t % 50 == 49) vec_log(vec);
     }
-    long size = vec_ge_save(vec, NULL, 0);
+    int64_t size = vec_ge_save(vec, NULL, 0);
     if (size < 0) {
         fprintf(stderr, "no archive: set go_explore > 0\n");
         return 1;
@@ -92,8 +92,8 @@ int main(int argc, char** argv) {
     uint32_t crc, cells;
     memcpy(&crc, blob + size - 4, 4);
     memcpy(&cells, blob + 8 + 4 * 4 + 8 * 5, 4);
-    printf("%d threads: %d agents x %d steps, archive %u cells, %ld bytes, crc %08x\n", threads, n,
-           steps, cells, size, crc);
+    printf("%d threads: %d agents x %d steps, archive %u cells, %lld bytes, crc %08x\n", threads, n,
+           steps, cells, (long long)size, crc);
     free(blob);
     free(tids);
     free(ranges);
