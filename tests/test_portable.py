@@ -126,3 +126,20 @@ def test_mingw_links_python_and_static_runtimes():
     macos = build.compile_command(["cc"], ["-O3"], "m.c", "m.so", "/e/x/x.h", "/py/include", target="darwin")
     assert ["-undefined", "dynamic_lookup"] == macos[macos.index("-undefined"):macos.index("-undefined") + 2]
 
+
+
+def test_sweep_lock_files_exclude_each_other_and_free_on_close(tmp_path, monkeypatch):
+    from trainer import sweep
+    held = sweep.lock_file(tmp_path / "a.lock")
+    assert held is not None
+    assert sweep.lock_file(tmp_path / "a.lock") is None  # another open of it: refused, not waited for
+    held.close()
+    again = sweep.lock_file(tmp_path / "a.lock")
+    assert again is not None
+    again.close()
+    monkeypatch.setattr(sweep.tempfile, "gettempdir", lambda: str(tmp_path))
+    first, f1 = sweep.claim_adapter(["gpu0", "gpu1"])
+    second, f2 = sweep.claim_adapter(["gpu0", "gpu1"])
+    assert (first, second) == ("gpu0", "gpu1") and sweep.claim_adapter(["gpu0", "gpu1"]) == (None, None)
+    f1.close()
+    f2.close()

@@ -245,8 +245,11 @@ def report_training(seconds: float, adapter: str | None):
             cmd += ["--adapter", adapter]
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
                    PYTHONIOENCODING="utf-8:replace")  # read back as UTF-8 on any OS
+        # Windows has no SIGINT to send: the run gets its own process group and CTRL_BREAK_EVENT,
+        # which trainer.run handles as Ctrl-C (stop after the epoch in progress)
+        group = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if sys.platform == "win32" else {}
         proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                encoding="utf-8", errors="replace")
+                                encoding="utf-8", errors="replace", **group)
         out: list[str] = []
         reader = threading.Thread(target=lambda: out.extend(proc.stdout), daemon=True)
         reader.start()
@@ -256,7 +259,7 @@ def report_training(seconds: float, adapter: str | None):
         try:
             proc.wait(seconds)
         except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGINT)
+            proc.send_signal(signal.CTRL_BREAK_EVENT if sys.platform == "win32" else signal.SIGINT)
         try:
             proc.wait(300)
         except subprocess.TimeoutExpired:

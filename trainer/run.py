@@ -57,12 +57,14 @@ class Saved(NamedTuple):
 
 
 class StopRequest:
-    """Ctrl-C (SIGINT) and SIGTERM while training. The first sets `requested`: the loop stops at
-    the next env step and saves; the second raises KeyboardInterrupt: quit at once, no save.
+    """Ctrl-C (SIGINT) and SIGTERM (and on Windows SIGBREAK: Ctrl-Break, or CTRL_BREAK_EVENT sent
+    to the run's process group, how a parent process stops it there) while training. The first
+    sets `requested`: the loop stops at the next env step and saves; the second raises
+    KeyboardInterrupt: quit at once, no save.
     Handlers are installed for the `with` block, and only from the main thread (Python allows no
     other; a Ray Tune trial runs train() in a worker thread, where Ray handles the signals)."""
 
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    SIGNALS = (signal.SIGINT, signal.SIGTERM) + ((signal.SIGBREAK,) if hasattr(signal, "SIGBREAK") else ())
 
     def __init__(self):
         self.signal: str | None = None  # the first signal received

@@ -35,6 +35,7 @@ import json
 import math
 import os
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -286,18 +287,44 @@ def local_adapters() -> list[str]:
     return names
 
 
+def lock_file(path):
+    """The open file `path` holding an exclusive lock, or None while another process (or another
+    open of it) holds one. The OS drops the lock when the file closes or the process ends, so a
+    crashed trial leaves no stale lock. flock on POSIX, msvcrt.locking of byte 0 on Windows."""
+    f = open(path, "a+", encoding="utf-8")  # a+: never truncates a file someone else has locked
+    try:
+        if sys.platform == "win32":
+            import msvcrt
+            f.seek(0)
+            msvcrt.locking(f.fileno(), msvcrt.LK_NBLCK, 1)
+        else:
+            import fcntl
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return f
+    except OSError:
+        f.close()
+        return None
+
+
+def _user_tag() -> str:
+    """Who runs the sweep, for lock names shared by one user's trials (uid on POSIX)."""
+    if hasattr(os, "getuid"):
+        return str(os.getuid())
+    import getpass
+    try:
+        return "".join(c if c.isalnum() else "_" for c in getpass.getuser())
+    except Exception:  # no user name in the environment
+        return "user"
+
+
 def claim_adapter(names: list[str]):
     """(adapter name, lock file) for this trial: the first adapter of the node no other trial holds."""
-    import fcntl
     if len(names) <= 1:
         return None, None
     for i, name in enumerate(names):
-        f = open(f"/tmp/puffgpu-sweep-adapter-{os.getuid()}-{i}.lock", "w", encoding="utf-8")
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        f = lock_file(Path(tempfile.gettempdir()) / f"puffgpu-sweep-adapter-{_user_tag()}-{i}.lock")
+        if f is not None:
             return name, f
-        except OSError:
-            f.close()
     return None, None
 
 
