@@ -170,7 +170,7 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
     """Run training; returns a summary (checkpoint path, steps, final metrics). `loggers`: more
     objects with log(metrics)/close() called after the run's own loggers (the sweep's Ray Tune
     reporter)."""
-    from .gpu import get_gpu
+    from .gpu import GL_NOTE, get_gpu, is_gl
     from .learner import Learner, cosine_lr
     from .policy import Policy, Rollout, RolloutStep
     from .tune import attach
@@ -179,7 +179,9 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
     gpu = get_gpu(adapter, quiet=True)
     tuner = attach(gpu)  # kernel variants: pins, cache or timing (reads --kernels/--retune/--no-tune)
     print(f"puffgpu: adapter {gpu.describe()}", flush=True)
-    if gpu.is_cpu:
+    if is_gl(gpu.info):
+        print(GL_NOTE, flush=True)
+    elif gpu.is_cpu:
         print(CPU_NOTE, flush=True)
 
     env = envs.make(env_name, vec["total_agents"], config=cfg["env"], num_threads=vec["num_threads"],
