@@ -20,6 +20,7 @@ import numpy as np
 
 from .goexplore import ArchiveError, fingerprint, latest_archive, read_archive, replay, route_from_archive, write_route
 from .vecenv import env_config, make
+from .console import safe_console
 
 
 def _config_of(args_set: list[str]) -> dict:
@@ -90,6 +91,7 @@ def cmd_export(args):
 
 
 def main(argv=None) -> int:
+    safe_console()  # a console or pipe that cannot encode a character gets '?'
     ap = argparse.ArgumentParser(prog="python -m envs.archive", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("show", help="summarize an archive file")

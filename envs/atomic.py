@@ -16,7 +16,7 @@ def atomic_write(path: str | Path, data: bytes | str) -> Path:
     """Write `data` (str is UTF-8 encoded) to `path` atomically; create its folder if missing."""
     path = Path(path)
     if isinstance(data, str):
-        data = data.encode()
+        data = data.encode("utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)
     # pid and thread in the name: concurrent writers (sweep trials, build workers) never share a temp.
     tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}.{threading.get_ident()}")

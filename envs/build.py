@@ -20,7 +20,10 @@ and, for known PufferLib/raylib mismatches, what to change.
 Environment variables:
     PUFFGPU_CC         C compiler (default: $CC, else cc)
     PUFFGPU_CFLAGS     extra flags, appended
-    PUFFGPU_ENV_CACHE  cache folder (default: $PUFFGPU_CACHE/envs, else ~/.cache/puffgpu/envs)
+    PUFFGPU_OPENMP     0: build without OpenMP (the envs step on envs/threadpool.h's threads, as
+                       with a compiler that has no OpenMP, e.g. Apple's clang)
+    PUFFGPU_ENV_CACHE  cache folder (default: cache_root()/envs; cache_root() is $PUFFGPU_CACHE,
+                       else %LOCALAPPDATA%\\puffgpu, ~/Library/Caches/puffgpu or ~/.cache/puffgpu)
 """
 
 import contextlib
@@ -36,7 +39,6 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-import warnings
 from pathlib import Path
 
 import cffi
@@ -44,9 +46,14 @@ import cffi
 from .atomic import atomic_write
 
 ENVS_DIR = Path(__file__).resolve().parent
-OPT_FLAGS = ["-O3", "-fPIC", "-fopenmp", "-fno-strict-aliasing", "-Wno-unused-function"]
+OPT_FLAGS = ["-O3", "-fPIC", "-fno-strict-aliasing", "-Wno-unused-function"]  # -fPIC: not on Windows
 STRICT_FLAGS = ["-Werror=implicit-function-declaration", "-Werror=int-conversion",
                 "-Werror=incompatible-pointer-types"]
+# MSVC (cl.exe, clang-cl): the same checks as errors (C4013 undefined function assumed to return
+# int, C4047 different levels of indirection, C4133 incompatible pointer types), C17 for _Generic
+# and _Static_assert; no OpenMP (its vcomp140.dll does not come with Python): the envs step on
+# envs/threadpool.h's Win32 threads.
+MSVC_FLAGS = ["/nologo", "/O2", "/std:c17", "/we4013", "/we4047", "/we4133"]
 MAX_ERROR_LINES = 40  # of compiler output shown, counted from the first error
 
 # What Python sees of vecenv.c; Dict and VecEnv stay opaque (C owns and grows them).
@@ -60,6 +67,7 @@ void vec_act_sizes(int* out);
 int vec_obs_bytes(void);
 const char* vec_obs_type(void);
 int vec_log_fields(void);
+const char* vec_threads_kind(void);
 int vec_has_scripted(void);
 
 Dict* vec_dict_new(const char* name);
@@ -93,8 +101,8 @@ void vec_close(VecEnv* vec);
 
 int vec_ge_info(VecEnv* vec, double* out, int n, uint64_t* fingerprint);
 void vec_ge_sync(VecEnv* vec);
-long vec_ge_save(VecEnv* vec, unsigned char* buf, long cap);
-int vec_ge_load(VecEnv* vec, const unsigned char* buf, long n, char* err, int err_len);
+int64_t vec_ge_save(VecEnv* vec, unsigned char* buf, int64_t cap);
+int vec_ge_load(VecEnv* vec, const unsigned char* buf, int64_t n, char* err, int err_len);
 int vec_ge_reset_real(VecEnv* vec, int index, unsigned int seed);
 int vec_ge_probe(VecEnv* vec, int index, uint64_t* key, float* progress, unsigned char* state, int cap);
 """
@@ -150,14 +158,24 @@ class EnvBuildError(RuntimeError):
         self.stderr = stderr
 
 
-_loaded = {}  # resolved header path -> module, so one process loads each build once
+_loaded = {}  # (resolved header path, config key) -> module, so one process loads each build once
 
 
 def cache_root() -> Path:
-    """puffgpu's cache folder: $PUFFGPU_CACHE, else ~/.cache/puffgpu (env builds under envs/, the
-    kernel tuner's choices under tune/)."""
+    """puffgpu's cache folder (env builds under envs/, the kernel tuner's choices under tune/):
+    $PUFFGPU_CACHE, else the OS's usual place: %LOCALAPPDATA%\\puffgpu on Windows,
+    ~/Library/Caches/puffgpu on macOS, $XDG_CACHE_HOME/puffgpu (default ~/.cache/puffgpu) elsewhere."""
     root = os.environ.get("PUFFGPU_CACHE")
-    return Path(root).expanduser() if root else Path.home() / ".cache" / "puffgpu"
+    if root:
+        return Path(root).expanduser()
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA")
+        return Path(base) / "puffgpu" if base else Path.home() / "AppData" / "Local" / "puffgpu"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "puffgpu"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    # the XDG spec: a relative $XDG_CACHE_HOME is invalid and ignored
+    return (Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache") / "puffgpu"
 
 
 def cache_dir():
@@ -167,8 +185,19 @@ def cache_dir():
     return Path(env).expanduser() if env else cache_root() / "envs"
 
 
+def split_command(text, windows=None):
+    """A command line (PUFFGPU_CC, CC, PUFFGPU_CFLAGS) as a list of words. POSIX shell rules on
+    POSIX; on Windows backslashes are path separators, not escapes, and double quotes group
+    (`"C:\\Program Files\\LLVM\\bin\\clang.exe" -O2` is two words)."""
+    windows = sys.platform == "win32" if windows is None else windows
+    if not windows:
+        return shlex.split(text)
+    return [w[1:-1] if len(w) >= 2 and w[0] == w[-1] == '"' else w
+            for w in shlex.split(text, posix=False)]
+
+
 def _compiler():
-    return shlex.split(os.environ.get("PUFFGPU_CC") or os.environ.get("CC") or "cc")
+    return split_command(os.environ.get("PUFFGPU_CC") or os.environ.get("CC") or "cc")
 
 
 _versions = {}
@@ -178,14 +207,168 @@ def _compiler_version(cc):
     key = tuple(cc)
     if key not in _versions:
         try:
-            out = subprocess.run(cc + ["--version"], capture_output=True, text=True, timeout=30)
+            out = subprocess.run(cc + ["--version"], capture_output=True, text=True, encoding="utf-8",
+                                 errors="replace", timeout=30)
             _versions[key] = out.stdout.splitlines()[0] if out.stdout else ""
         except (OSError, subprocess.TimeoutExpired):
             _versions[key] = ""
     return _versions[key]
 
 
-def _c_string(path):
+OPENMP_PROBE = """#include <omp.h>
+int puf_openmp_probe(int n) {
+    int s = 0;
+    #pragma omp parallel for schedule(static) reduction(+:s)
+    for (int i = 0; i < n; i++) s += omp_get_thread_num() >= 0;
+    return s;
+}
+"""
+
+
+def toolchain(cc):
+    """'msvc' for cl.exe and clang-cl (MSVC's flags), else 'gnu' (gcc, clang, MinGW-w64)."""
+    name = cc[0].replace("\\", "/").rsplit("/", 1)[-1].lower()
+    return "msvc" if name in ("cl", "cl.exe", "clang-cl", "clang-cl.exe") else "gnu"
+
+
+def _openmp_candidates(target=None):
+    """Flag sets that may build with OpenMP, best first: the compiler's own -fopenmp, then (macOS)
+    Homebrew's libomp, which Apple clang takes through -Xpreprocessor."""
+    yield ["-fopenmp"]
+    if (target or sys.platform) == "darwin":
+        prefixes = [os.environ.get("HOMEBREW_PREFIX", ""), "/opt/homebrew", "/usr/local"]
+        for prefix in dict.fromkeys(p for p in prefixes if p):
+            omp = Path(prefix) / "opt" / "libomp"
+            if (omp / "include" / "omp.h").is_file():
+                yield ["-Xpreprocessor", "-fopenmp", f"-I{omp / 'include'}", f"-L{omp / 'lib'}", "-lomp"]
+
+
+def openmp_flags(cc):
+    """The flags that build this compiler's modules with OpenMP, or [] when none work; then the
+    vecenv steps envs on its own threads (envs/threadpool.h), with the same partition.
+    PUFFGPU_OPENMP=0 gives [] without asking (the macOS path, on any OS). Probed by compiling a
+    small shared library once per compiler (command and version), cached in the env cache."""
+    if os.environ.get("PUFFGPU_OPENMP", "").strip() == "0" or toolchain(cc) == "msvc":
+        return []
+    key = _hash_parts(["openmp", *cc, _compiler_version(cc), sys.platform])[:16]
+    cache = cache_dir() / f"_openmp_{key}.json"
+    try:
+        return list(json.loads(cache.read_text(encoding="utf-8"))["flags"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    found = []
+    with tempfile.TemporaryDirectory(prefix="puffgpu-openmp-") as tmp:
+        src = Path(tmp) / "probe.c"
+        src.write_text(OPENMP_PROBE, encoding="utf-8")
+        for flags in _openmp_candidates():
+            pic = [] if sys.platform == "win32" else ["-fPIC"]
+            cmd = [*cc, "-O1", *pic, *flags, str(src), *_gnu_link_flags(sys.platform), "-o",
+                   str(Path(tmp) / "probe.so")]
+            try:
+                res = subprocess.run(cmd, capture_output=True, timeout=120)
+            except (OSError, subprocess.TimeoutExpired):
+                break
+            if res.returncode == 0:
+                found = flags
+                break
+    try:
+        atomic_write(cache, json.dumps({"compiler": cc, "flags": found}))
+    except OSError:
+        pass
+    return found
+
+
+def _gnu_link_flags(target):
+    if target == "darwin":  # Python's symbols resolve when the interpreter loads the module
+        return ["-shared", "-undefined", "dynamic_lookup"]
+    if target == "win32":
+        # MinGW-w64: libgcc, libgomp and winpthreads linked in (Python 3.8+ does not look for a
+        # module's DLLs on PATH); only python3XY.dll and the system's DLLs stay dynamic
+        return ["-shared", "-static-libgcc", "-static"]
+    return ["-shared"]
+
+
+def python_link_library():
+    """(folder, name) of the Python import library a Windows module links: python.org's
+    <prefix>/libs/python3XY.lib, or MSYS2's libpython3.XY.dll.a."""
+    ldlib = sysconfig.get_config_var("LDLIBRARY") or ""
+    libdir = sysconfig.get_config_var("LIBDIR")
+    if ldlib.endswith(".dll.a") and libdir:
+        return Path(libdir), ldlib[3:-6] if ldlib.startswith("lib") else ldlib[:-6]
+    return Path(sys.base_prefix) / "libs", f"python{sys.version_info[0]}{sys.version_info[1]}"
+
+
+def build_flags(cc, target=None):
+    """Compile flags for `cc` building for `target` (a sys.platform value; default this OS), before
+    the include folders: optimisation, OpenMP where it works, the contract checks as errors, then
+    PUFFGPU_CFLAGS."""
+    target = target or sys.platform
+    user = split_command(os.environ.get("PUFFGPU_CFLAGS", ""))
+    if toolchain(cc) == "msvc":
+        return MSVC_FLAGS + user
+    opt = [f for f in OPT_FLAGS if not (target == "win32" and f == "-fPIC")]
+    omp = openmp_flags(cc) if target == sys.platform else []
+    return opt + omp + STRICT_FLAGS + user
+
+
+def compile_command(cc, flags, c_file, out, header, py_include, target=None, dep_file=None,
+                    link=True, python_lib=None):
+    """The command that compiles the generated module source `c_file` into `out` for `target`
+    (a sys.platform value; default this OS): with gcc/clang/MinGW the dependency list goes to
+    `dep_file` (-MD), with MSVC it is printed (/showIncludes). link=False stops at the object file
+    (cross-compile checks); python_lib=(folder, name) overrides the import library on Windows."""
+    target = target or sys.platform
+    header = Path(header)
+    # the env's own folder first, so a header beside it wins over ours
+    includes = [header.parent, py_include, ENVS_DIR]
+    if toolchain(cc) == "msvc":
+        cmd = [*cc, *flags, "/showIncludes", *(f"/I{d}" for d in includes), str(c_file)]
+        if not link:
+            return cmd + ["/c", f"/Fo{out}"]
+        libdir, _ = python_lib or python_link_library()
+        # pyconfig.h names python3XY.lib itself (#pragma comment(lib)); the linker needs its folder
+        return cmd + ["/LD", f"/Fe{out}", f"/Fo{Path(out).parent}{os.sep}", "/link", f"/LIBPATH:{libdir}"]
+    cmd = [*cc, *flags]
+    if dep_file is not None:
+        cmd += ["-MD", "-MF", str(dep_file)]
+    cmd += [*(f"-I{d}" for d in includes), str(c_file)]
+    if not link:
+        return cmd + ["-c", "-o", str(out)]
+    cmd += [*_gnu_link_flags(target), "-o", str(out)]
+    if target == "win32":
+        libdir, name = python_lib or python_link_library()
+        return cmd + [f"-L{libdir}", f"-l{name}"]
+    return cmd + ["-lm"]
+
+
+_SHOW_INCLUDE = re.compile(r"^[^:]*:[^:]*:\s*([A-Za-z]:[\\/].*|/.*)$")
+
+
+def parse_show_includes(stdout):
+    """The files MSVC's /showIncludes reported ("Note: including file:  C:\\...", in the
+    installation's language), and stdout without those lines."""
+    deps, rest = [], []
+    for line in stdout.splitlines():
+        m = _SHOW_INCLUDE.match(line)
+        if m and Path(m[1].strip()).is_file():
+            deps.append(m[1].strip())
+        else:
+            rest.append(line)
+    return deps, "\n".join(rest)
+
+
+def write_module_source(header, modname, c_file, target=None):
+    """Writes the cffi-generated C source of the module for `header` (vecenv.c around it)."""
+    ffi = cffi.FFI()
+    ffi.cdef(CDEF)
+    ffi.set_source(modname, f"#define ENV_HEADER {_c_string(header, target)}\n#include \"vecenv.c\"\n")
+    with contextlib.redirect_stdout(io.StringIO()):  # cffi prints "generating ..."
+        ffi.emit_c_code(str(c_file))
+
+
+def _c_string(path, target=None):
+    if (target or sys.platform) == "win32":  # an #include path: forward slashes work everywhere
+        path = str(path).replace("\\", "/")
     return '"' + str(path).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
@@ -242,7 +425,7 @@ def _manifest_path(stem, config_key):
 def _cached_module(stem, config_key):
     """The cached .so for this config if every file it was built from is unchanged, else None."""
     try:
-        manifest = json.loads(_manifest_path(stem, config_key).read_text())
+        manifest = json.loads(_manifest_path(stem, config_key).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     for path, digest in manifest.get("deps", {}).items():
@@ -326,9 +509,6 @@ def explain_build_errors(stderr, limit=MAX_ERROR_LINES):
 
 def _compile(header, modname, out_path, cc, flags):
     """Builds the module; returns the files the compiler read (from its -MD output)."""
-    ffi = cffi.FFI()
-    ffi.cdef(CDEF)
-    ffi.set_source(modname, f"#define ENV_HEADER {_c_string(header)}\n#include \"vecenv.c\"\n")
     py_include = Path(sysconfig.get_paths()["include"])
     if not (py_include / "Python.h").is_file():
         raise RuntimeError(f"building env {header.name} needs the Python C headers, but "
@@ -337,28 +517,26 @@ def _compile(header, modname, out_path, cc, flags):
     out_path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f"{modname}-", dir=out_path.parent) as tmp:
         c_file = Path(tmp) / f"{modname}.c"
-        with contextlib.redirect_stdout(io.StringIO()):  # cffi prints "generating ..."
-            ffi.emit_c_code(str(c_file))
+        write_module_source(header, modname, c_file)
         so_tmp = Path(tmp) / out_path.name
         dep_file = Path(tmp) / "deps.d"
-        link = ["-shared"]
-        if sys.platform == "darwin":
-            link += ["-undefined", "dynamic_lookup"]
-        # the env's own folder first, so a header beside it wins over ours
-        cmd = [*cc, *flags, "-MD", "-MF", str(dep_file), f"-I{header.parent}", f"-I{py_include}",
-               f"-I{ENVS_DIR}", str(c_file), *link, "-o", str(so_tmp), "-lm"]
+        cmd = compile_command(cc, flags, c_file, so_tmp, header, py_include, dep_file=dep_file)
         try:
-            res = subprocess.run(cmd, capture_output=True, text=True)
+            res = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", errors="replace")
         except FileNotFoundError:
             raise RuntimeError(f"no C compiler {cc[0]!r} found to build env {header.name}; "
                                f"install gcc or clang, or name one with PUFFGPU_CC") from None
+        msvc_deps, msvc_out = parse_show_includes(res.stdout) if toolchain(cc) == "msvc" else ([], "")
         if res.returncode != 0:
-            shown, where = explain_build_errors(res.stderr)
+            shown, where = explain_build_errors(res.stderr + msvc_out)
             raise EnvBuildError(
                 f"compiling env header {header} failed" + (f" at {where}" if where else "")
                 + f" (exit {res.returncode}); the first errors:\n{shown}\n"
-                f"command: {shlex.join(cmd)}", res.stderr)
-        deps = parse_depfile(dep_file.read_text()) if dep_file.is_file() else []
+                f"command: {shlex.join(cmd)}", res.stderr + msvc_out)
+        if dep_file.is_file():
+            deps = parse_depfile(dep_file.read_text(encoding="utf-8", errors="surrogateescape"))
+        else:
+            deps = msvc_deps
         os.replace(so_tmp, out_path)
     return [str(Path(d).resolve()) for d in deps if Path(d).resolve() != c_file.resolve()]
 
@@ -397,7 +575,7 @@ def _undefined_symbol_error(header, err):
     where = ""
     for path in [header, *sorted(header.parent.glob("*.h"))]:
         try:
-            for n, line in enumerate(Path(path).read_text(errors="replace").splitlines(), 1):
+            for n, line in enumerate(Path(path).read_text(encoding="utf-8", errors="replace").splitlines(), 1):
                 if re.search(rf"\b{re.escape(name)}\b", line):
                     where = f" ({path}:{n} uses it)"
                     break
@@ -418,27 +596,14 @@ def load_module(header):
     header = Path(header).resolve()
     if not header.is_file():
         raise FileNotFoundError(f"env header {header} does not exist")
-    if header in _loaded:
-        return _loaded[header]
     cc = _compiler()
-    flags = OPT_FLAGS + STRICT_FLAGS + shlex.split(os.environ.get("PUFFGPU_CFLAGS", ""))
+    flags = build_flags(cc)
     stem = "".join(c if c.isalnum() else "_" for c in header.stem)
     config_key = _config_key(header, cc, flags)
-    out_path = _cached_module(stem, config_key)
-    if out_path is None:
-        try:
-            out_path = _build(header, stem, config_key, cc, flags)
-        except EnvBuildError as err:
-            message = err.stderr.lower()
-            if "-fopenmp" not in flags or ("openmp" not in message and "omp.h" not in message):
-                raise
-            # Apple clang has no -fopenmp: build single-threaded rather than not at all.
-            warnings.warn(f"{cc[0]} cannot build with OpenMP; {header.name} will step on one "
-                          f"thread. Install an OpenMP-capable compiler (e.g. PUFFGPU_CC=gcc-14) "
-                          f"for threads.")
-            flags = [f for f in flags if f != "-fopenmp"]
-            config_key = _config_key(header, cc, flags)
-            out_path = _cached_module(stem, config_key) or _build(header, stem, config_key, cc, flags)
+    key = (header, config_key)
+    if key in _loaded:
+        return _loaded[key]
+    out_path = _cached_module(stem, config_key) or _build(header, stem, config_key, cc, flags)
     modname = out_path.name.split(".")[0].rsplit("_", 1)[0]  # drop the content suffix
     loader = importlib.machinery.ExtensionFileLoader(modname, str(out_path))
     spec = importlib.util.spec_from_file_location(modname, str(out_path), loader=loader)
@@ -450,5 +615,5 @@ def load_module(header):
         if better is not None:
             raise better from None
         raise
-    _loaded[header] = module
+    _loaded[key] = module
     return module

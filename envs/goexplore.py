@@ -261,7 +261,7 @@ def write_route(path, route: dict):
 
 
 def read_route(path) -> dict:
-    route = json.loads(Path(path).read_text())
+    route = json.loads(Path(path).read_text(encoding="utf-8"))
     if route.get("format") != ROUTE_FORMAT:
         raise ArchiveError(f"{path} is not a route file (format {route.get('format')!r}, expected {ROUTE_FORMAT!r})")
     return route

@@ -46,13 +46,14 @@ void vec_ge_sync(VecEnv* vec) {
 #endif
 }
 
-/* Serializes the archive into buf when cap suffices; returns the bytes it needs (-1: none). */
-long vec_ge_save(VecEnv* vec, unsigned char* buf, long cap) {
+/* Serializes the archive into buf when cap suffices; returns the bytes it needs (-1: none).
+ * Sizes are 64-bit on every OS (long is 32-bit on Windows). */
+int64_t vec_ge_save(VecEnv* vec, unsigned char* buf, int64_t cap) {
 #if VEC_GE
     GeArchive* a = (GeArchive*)vec->archive;
     if (a == NULL) return -1;
     ge_sync(a);
-    return (long)ge_save(a, buf, cap > 0 ? (size_t)cap : 0);
+    return (int64_t)ge_save(a, buf, cap > 0 ? (size_t)cap : 0);
 #else
     (void)vec, (void)buf, (void)cap;
     return -1;
@@ -60,7 +61,7 @@ long vec_ge_save(VecEnv* vec, unsigned char* buf, long cap) {
 }
 
 /* Replaces the archive with a saved one; 0 and a message in err when it does not fit. */
-int vec_ge_load(VecEnv* vec, const unsigned char* buf, long n, char* err, int err_len) {
+int vec_ge_load(VecEnv* vec, const unsigned char* buf, int64_t n, char* err, int err_len) {
 #if VEC_GE
     GeArchive* a = (GeArchive*)vec->archive;
     if (a == NULL) {

@@ -50,7 +50,7 @@ def read_ini_described(path) -> tuple[dict, dict]:
     comment line(s) right above it."""
     values, desc = {}, {}
     section, comment = None, []
-    for lineno, raw in enumerate(Path(path).read_text().splitlines(), 1):
+    for lineno, raw in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
         line = raw.strip()
         if not line:
             comment = []

@@ -24,6 +24,7 @@ import numpy as np
 
 from . import vecenv
 from .image import write_gif, write_png
+from .console import safe_console
 
 
 def _platformer_keys(glfw, down, actions):
@@ -161,6 +162,7 @@ def play(env, args):
 
 
 def main(argv=None):
+    safe_console()  # a console or pipe that cannot encode a character gets '?'
     p = argparse.ArgumentParser(prog="python -m envs.play", description=__doc__.splitlines()[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n".join(__doc__.splitlines()[2:]))

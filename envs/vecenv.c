@@ -1,4 +1,5 @@
-/* vecenv.c — steps many copies of one env header on OpenMP threads (PufferLib 5.0's CPU vecenv).
+/* vecenv.c — steps many copies of one env header on CPU threads (PufferLib 5.0's CPU vecenv):
+ * OpenMP's when the compiler has it, else the portable pool of threadpool.h (same partition).
  *
  * Compiled once per env with -DENV_HEADER='"path/to/env.h"' (envs/build.py does it through cffi;
  * envs/vecenv_driver.c includes this file for plain-C and sanitizer runs).
@@ -17,6 +18,10 @@
 #include <stdint.h>
 #ifdef _OPENMP
 #include <omp.h>
+#define VEC_THREADS_KIND "openmp"
+#else
+#include "threadpool.h"
+#define VEC_THREADS_KIND POOL_THREADS_KIND
 #endif
 
 static const int vec_act_sizes_table[NUM_ATNS] = ACT_SIZES;
@@ -24,9 +29,10 @@ static const int vec_act_sizes_table[NUM_ATNS] = ACT_SIZES;
 _Static_assert(sizeof((int[])ACT_SIZES) / sizeof(int) == NUM_ATNS,
                "ACT_SIZES must list exactly NUM_ATNS head sizes");
 
-/* Env.agents is either an array (its size bounds num_agents) or a pointer the env sets. */
-#define VEC_AGENTS_IS_POINTER \
-    __builtin_types_compatible_p(__typeof__(((Env*)0)->agents), Agent*)
+/* Env.agents is either an array (its size bounds num_agents) or a pointer the env sets. The
+ * address of an array member is an Agent (*)[n], of a pointer member an Agent** (standard C11
+ * _Generic, which MSVC has too; no GCC builtins). */
+#define VEC_AGENTS_IS_POINTER _Generic(&((Env*)0)->agents, Agent**: 1, default: 0)
 #define VEC_MAX_AGENTS_PER_ENV \
     (VEC_AGENTS_IS_POINTER ? (1 << 30) : (int)(sizeof(((Env*)0)->agents) / sizeof(Agent)))
 #define VEC_LOG_FIELDS ((int)(sizeof(Log) / sizeof(float)))
@@ -56,6 +62,8 @@ const char* vec_obs_type(void) {
         default: "unknown");
 }
 int vec_log_fields(void) { return VEC_LOG_FIELDS; }
+/* What steps the envs: "openmp", "pthreads" or "win32" (threadpool.h). */
+const char* vec_threads_kind(void) { return VEC_THREADS_KIND; }
 
 /* ---- Config dicts, built by the host (C-allocated, as dict_set may realloc them) ---- */
 Dict* vec_dict_new(const char* name) {
@@ -147,7 +155,9 @@ VecEnv* vec_create(int total_agents, Dict* kwargs, unsigned int seed, int num_th
                      "of Env.agents)", env->num_agents, max);
             goto fail;
         }
-        if (VEC_AGENTS_IS_POINTER && *(Agent**)&env->agents == NULL) {
+        Agent* first = NULL;  /* the pointer's value (memcpy: no type-punned dereference) */
+        if (VEC_AGENTS_IS_POINTER) memcpy(&first, &env->agents, sizeof(first));
+        if (VEC_AGENTS_IS_POINTER && first == NULL) {
             snprintf(err, err_len, "Env.agents is a pointer and puf_init left it NULL; point it "
                      "at num_agents Agent structs");
             goto fail;
@@ -209,28 +219,45 @@ static inline void vec_clear_env_outputs(Env* env) {
     }
 }
 
-void vec_reset(VecEnv* vec) {
-    Env* envs = vec->envs;
-    int n = vec->num_envs;
-    #pragma omp parallel for schedule(static) num_threads(vec->num_threads)
-    for (int e = 0; e < n; e++) {
+static void vec_reset_envs(void* arg, int lo, int hi) {
+    Env* envs = ((VecEnv*)arg)->envs;
+    for (int e = lo; e < hi; e++) {
         vec_clear_env_outputs(&envs[e]);
         puf_reset(&envs[e]);
     }
 }
 
-/* Steps envs [lo, hi) with `threads` OpenMP threads (< 1: the vecenv's count). */
-void vec_step_range(VecEnv* vec, int lo, int hi, int threads) {
+static void vec_step_envs(void* arg, int lo, int hi) {
+    VecEnv* vec = (VecEnv*)arg;
     Env* envs = vec->envs;
     int clear = vec->clear_outputs;
-    if (lo < 0) lo = 0;
-    if (hi > vec->num_envs) hi = vec->num_envs;
-    if (threads < 1) threads = vec->num_threads;
-    #pragma omp parallel for schedule(static) num_threads(threads)
     for (int e = lo; e < hi; e++) {
         if (clear) vec_clear_env_outputs(&envs[e]);
         puf_step(&envs[e]);
     }
+}
+
+/* fn over envs [lo, hi) on `threads` threads, statically partitioned (OpenMP's schedule(static),
+ * or threadpool.h's identical split). */
+static void vec_parallel(VecEnv* vec, int lo, int hi, int threads, void (*fn)(void*, int, int)) {
+#ifdef _OPENMP
+    #pragma omp parallel for schedule(static) num_threads(threads)
+    for (int e = lo; e < hi; e++) fn(vec, e, e + 1);
+#else
+    pool_parallel_for(lo, hi, threads, fn, vec);
+#endif
+}
+
+void vec_reset(VecEnv* vec) {
+    vec_parallel(vec, 0, vec->num_envs, vec->num_threads, vec_reset_envs);
+}
+
+/* Steps envs [lo, hi) with `threads` threads (< 1: the vecenv's count). */
+void vec_step_range(VecEnv* vec, int lo, int hi, int threads) {
+    if (lo < 0) lo = 0;
+    if (hi > vec->num_envs) hi = vec->num_envs;
+    if (threads < 1) threads = vec->num_threads;
+    vec_parallel(vec, lo, hi, threads, vec_step_envs);
 }
 
 void vec_step(VecEnv* vec) {

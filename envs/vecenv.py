@@ -90,10 +90,11 @@ def env_config(name_or_path):
     return config
 
 
-def _usable_cpus():
+def usable_cpus():
+    """CPUs this process may run on (its affinity mask where the OS has one: Linux), else all."""
     try:
         return len(os.sched_getaffinity(0))
-    except AttributeError:
+    except AttributeError:  # macOS, Windows
         return os.cpu_count() or 1
 
 
@@ -136,7 +137,7 @@ class VecEnv(GoExploreMixin):
             lib.vec_dict_put(self._kwargs, k.encode(), 0.0, (repr(v) if isinstance(v, float) else str(v)).encode())
 
         if num_threads is None:
-            num_threads = _usable_cpus()
+            num_threads = usable_cpus()
         if not isinstance(num_threads, (int, np.integer)) or num_threads < 1:
             raise ValueError(f"num_threads must be a positive int or None, got {num_threads!r}")
         err = ffi.new("char[]", 1024)
@@ -147,8 +148,10 @@ class VecEnv(GoExploreMixin):
         self.num_agents = n = lib.vec_num_agents(self._vec)
         # More threads than CPUs (PufferLib's default is 16) only makes OpenMP threads wait on
         # each other; more than envs leaves threads idle.
-        self.num_threads = max(1, min(int(num_threads), _usable_cpus(), self.num_envs))
+        self.num_threads = max(1, min(int(num_threads), usable_cpus(), self.num_envs))
         lib.vec_set_threads(self._vec, self.num_threads)
+        # "openmp", or the vecenv's own threads without OpenMP: "pthreads" / "win32" (same partition)
+        self.threads_kind = ffi.string(lib.vec_threads_kind()).decode()
         try:
             self.buffers = self._split_buffers(num_buffers)
         except ValueError:
@@ -413,7 +416,7 @@ class VecEnv(GoExploreMixin):
 
     def __repr__(self):
         return (f"VecEnv({self.name!r}, num_agents={self.num_agents}, obs_size={self.obs_size}, "
-                f"act_sizes={self.act_sizes}, num_threads={self.num_threads})")
+                f"act_sizes={self.act_sizes}, num_threads={self.num_threads} ({self.threads_kind}))")
 
 
 def make(name_or_path, total_agents, config=None, num_threads=None, seed=0, check_actions=True,
@@ -423,8 +426,9 @@ def make(name_or_path, total_agents, config=None, num_threads=None, seed=0, chec
 
     config: [env] key -> number overrides of the env's .ini; an unknown key is a ValueError that
         lists the valid ones.
-    num_threads: OpenMP threads stepping the envs (None: all usable CPUs); capped at the usable
-        CPUs and the number of envs.
+    num_threads: threads stepping the envs (None: all usable CPUs); capped at the usable CPUs and
+        the number of envs. OpenMP's when the compiler has it, else the vecenv's own
+        (env.threads_kind says which).
     seed: mixed with each env's index into env.rng; same seed + same actions = same episodes.
     check_actions: validate env.actions on every step (cheap, vectorized); the attribute
         env.check_actions can be flipped later for a hot loop.

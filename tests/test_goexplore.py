@@ -279,7 +279,8 @@ SPARSE_KEYS = ["level=1", "progress_reward=0", "frameskip=4", "max_ticks=2400", 
 @pytest.mark.slow
 def test_threadsanitizer_stress(tmp_path):
     """Pthreads stepping disjoint env ranges at once, merges between steps (tests/envs_ge/ge_stress.c)
-    under ThreadSanitizer: no race, and the same archive for 1 and 8 threads."""
+    under ThreadSanitizer: no race, and the same archive for 1 and 8 threads, and for 2 host threads
+    that each step their range on 3 of the vecenv's own pool threads (envs/threadpool.h, shared)."""
     cc = _cc()
     if cc is None:
         pytest.skip("no C compiler")
@@ -291,15 +292,16 @@ def test_threadsanitizer_stress(tmp_path):
     if res.returncode != 0:
         pytest.skip(f"{cc} cannot build with -fsanitize=thread: {res.stderr[-300:]}")
     out = []
-    for threads in (1, 8):
-        run = subprocess.run([str(exe), "--agents", "48", "--steps", "250", "--threads", str(threads), *SPARSE_KEYS],
+    for threads, pool in ((1, 1), (8, 1), (2, 3)):
+        run = subprocess.run([str(exe), "--agents", "48", "--steps", "250", "--threads", str(threads),
+                              "--pool-threads", str(pool), *SPARSE_KEYS],
                              capture_output=True, text=True, timeout=300,
                              env=dict(os.environ, TSAN_OPTIONS="halt_on_error=1 exitcode=66"))
         if run.returncode != 0 and "FATAL: ThreadSanitizer" in run.stderr:
             pytest.skip(f"ThreadSanitizer does not run here: {run.stderr[:300]}")
         assert run.returncode == 0, run.stderr[-4000:]
         out.append(run.stdout.split("archive")[1])
-    assert out[0] == out[1], out
+    assert out[0] == out[1] == out[2], out
 
 
 @pytest.mark.slow

@@ -35,6 +35,20 @@ def test_cpu_adapter_only_when_no_gpu(monkeypatch):
     assert gpu_mod.choose_adapter().info["device"] == "llvmpipe"
 
 
+def test_opengl_backend_only_as_the_last_resort(monkeypatch):
+    class A:
+        def __init__(self, kind, name, backend):
+            self.info = {"adapter_type": kind, "device": name, "backend_type": backend}
+    gl, vk_cpu = A("IntegratedGPU", "mesa-gl", "OpenGL"), A("CPU", "llvmpipe", "Vulkan")
+    monkeypatch.delenv("PUFFGPU_ADAPTER", raising=False)
+    monkeypatch.setattr(gpu_mod.wgpu.gpu, "enumerate_adapters_sync", lambda: [gl, vk_cpu])
+    assert gpu_mod.choose_adapter().info["device"] == "llvmpipe"  # even a CPU Vulkan adapter beats GL
+    assert [a.info["device"] for a in gpu_mod.usable_adapters()] == ["llvmpipe"]
+    monkeypatch.setattr(gpu_mod.wgpu.gpu, "enumerate_adapters_sync", lambda: [gl])
+    assert gpu_mod.choose_adapter().info["device"] == "mesa-gl"  # nothing else: taken, not refused
+    assert gpu_mod.is_gl(gl.info) and "last resort" in gpu_mod.GL_NOTE
+
+
 def test_upload_readback_zero_subranges(gpu):
     buf = gpu.array(np.arange(100, dtype=np.float32), "x")
     gpu.upload(buf.f32(10, 5), np.full(5, -1, np.float32))

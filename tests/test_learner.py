@@ -46,6 +46,23 @@ def test_learner_update_is_bit_identical_run_to_run(gpu):
     assert finals[0] == finals[1]
 
 
+def test_bounded_submissions_give_the_same_bits(gpu):
+    """An epoch split into one submission per minibatch (a work budget below one minibatch) updates
+    exactly as one submission does; the grouping is greedy, in order, under the budget."""
+    from trainer.learner import submission_groups
+    finals = []
+    for budget in (0, 1):
+        _, m, spec, policy, learner = gr.learner_setup(gpu, "small_3mb")
+        learner.submit_work = budget
+        assert learner.num_minibatches > 1 and min(learner.plan_work) > 1
+        res = learner.run(m["lr"])
+        finals.append((policy.read_weights().tobytes(), learner.muon.read_momentum().tobytes(),
+                       res["per_minibatch"].tobytes()))
+    assert finals[0] == finals[1]
+    assert submission_groups([3, 3, 3, 10, 1, 1], 6) == [[0, 1], [2], [3], [4, 5]]
+    assert submission_groups([3, 3], 0) == [[0, 1]]
+
+
 def test_cosine_lr_per_epoch():
     assert cosine_lr(0.015, 0, 100) == 0.015
     assert_close("cosine_lr half way", cosine_lr(0.015, 50, 100), 0.0075, "float64")

@@ -4,11 +4,11 @@
 
 Random valid actions (a pool cycled through, so the timing excludes random number generation),
 no action validation, no policy. The last line reads `NAME: <steps/s per core> steps/s per core`,
-where per core = the all-threads rate divided by the thread count.
+where per core = the all-threads rate divided by the thread count. The threads are OpenMP's, or
+the vecenv's own where the compiler has no OpenMP or PUFFGPU_OPENMP=0 (the line says which).
 """
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -17,6 +17,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import envs  # noqa: E402
+from envs.console import safe_console  # noqa: E402
+from envs.vecenv import usable_cpus  # noqa: E402
 
 
 def steps_per_second(name, agents, threads, seconds, config):
@@ -38,10 +40,11 @@ def steps_per_second(name, agents, threads, seconds, config):
         if elapsed >= seconds:
             break
     env.close()
-    return steps * env.num_agents / elapsed, env.num_threads
+    return steps * env.num_agents / elapsed, env.num_threads, env.threads_kind
 
 
 def main():
+    safe_console()  # a console or pipe that cannot encode a character gets '?'
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--env", required=True, help=f"env name ({', '.join(envs.list_envs())}) or header path")
     p.add_argument("--agents", type=int, default=None, help="total agents (default: the env's .ini [vec] total_agents, else 1024)")
@@ -52,11 +55,11 @@ def main():
     ini = envs.env_ini_path(args.env)
     agents = args.agents or (envs.read_ini(ini).get("vec", {}).get("total_agents", 1024)
                              if ini.is_file() else 1024)
-    threads = args.threads or len(os.sched_getaffinity(0))
-    one, _ = steps_per_second(args.env, agents, 1, args.seconds, None)
+    threads = args.threads or usable_cpus()
+    one, _, kind = steps_per_second(args.env, agents, 1, args.seconds, None)
     print(f"{args.env}: {agents} agents, 1 thread: {one:,.0f} steps/s")
-    all_rate, used = steps_per_second(args.env, agents, threads, args.seconds, None)
-    print(f"{args.env}: {agents} agents, {used} threads: {all_rate:,.0f} steps/s "
+    all_rate, used, kind = steps_per_second(args.env, agents, threads, args.seconds, None)
+    print(f"{args.env}: {agents} agents, {used} threads ({kind}): {all_rate:,.0f} steps/s "
           f"({all_rate / one:.2f}x one thread)")
     name = Path(args.env).stem
     print(f"{name}: {all_rate / used:.0f} steps/s per core")

@@ -20,6 +20,7 @@ import numpy as np
 from trainer.kernels import matmul
 from trainer.gpu import GPUError, get_gpu
 from trainer.tune import attach
+from envs.console import safe_console
 
 # (label, launcher, M, N, K): M×N output, K reduced. Row strides are padded to a multiple of 4
 # (as the trainer pads observation rows), so the vec4 kernels apply wherever the weights allow.
@@ -141,6 +142,7 @@ FAMILIES = ("ref", "sg8", "tile4x4", "tile8x4", "wgmem")
 
 
 def main():
+    safe_console()  # a console or pipe that cannot encode a character gets '?'
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reps", type=int, default=10, help="dispatches per timed submit (at most)")
     ap.add_argument("--adapter", default=None, help="adapter name/backend substring (default: best GPU)")

@@ -19,6 +19,7 @@ from trainer.learner import Learner
 from trainer.tune import attach
 from trainer.policy import Policy, Rollout
 from trainer.spec import PolicySpec
+from envs.console import safe_console
 
 
 def matmul_gflops(gpu, reps=10):
@@ -47,6 +48,7 @@ def profile(gpu, plan, reps=3):
 
 
 def main():
+    safe_console()  # a console or pipe that cannot encode a character gets '?'
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--agents", type=int, default=1024)
     ap.add_argument("--horizon", type=int, default=64)

@@ -16,6 +16,7 @@ from trainer.gpu import get_gpu
 from trainer.tune import attach
 from trainer.policy import Activations, Policy, Rollout, RolloutStep, policy_backward, policy_forward
 from trainer.spec import PolicySpec
+from envs.console import safe_console
 
 
 def best_of(fn, n=3):
@@ -29,6 +30,7 @@ def best_of(fn, n=3):
 
 
 def main():
+    safe_console()  # a console or pipe that cannot encode a character gets '?'
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--agents", type=int, default=4096)
     ap.add_argument("--horizon", type=int, default=64)

@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import envs  # noqa: E402
 from trainer import config  # noqa: E402
 from trainer.run import train  # noqa: E402
+from envs.console import safe_console  # noqa: E402
 
 
 def env_cost_us(env_name, cfg, agents=64, steps=100):
@@ -52,7 +53,7 @@ def bench(env_name, cfg, epochs, adapter):
         epoch_steps = cfg["vec"]["total_agents"] * cfg["train"]["horizon"]
         cfg["train"]["total_timesteps"] = (epochs + 1) * epoch_steps
         res = train(env_name, cfg, adapter=adapter, live=False)
-        rows = [json.loads(line) for line in Path(res["log"]).read_text().splitlines()]
+        rows = [json.loads(line) for line in Path(res["log"]).read_text(encoding="utf-8").splitlines()]
     head = rows[0]
     timed = [r for r in rows if r["type"] == "epoch"][1:]
     secs = sum(e["epoch_seconds"] for e in timed)
@@ -68,6 +69,7 @@ def bench(env_name, cfg, epochs, adapter):
 
 
 def main():
+    safe_console()  # a console or pipe that cannot encode a character gets '?'
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--env", default="platformer")
     ap.add_argument("--epochs", type=int, default=3, help="timed epochs (one more runs first as warm-up)")

@@ -23,6 +23,7 @@ from trainer.learner import Learner  # noqa: E402
 from trainer.policy import Policy, Rollout, RolloutStep  # noqa: E402
 from trainer.spec import PolicySpec  # noqa: E402
 from trainer.tune import GpuRule, attach, using  # noqa: E402
+from envs.console import safe_console  # noqa: E402
 
 HEAVY_DEFINITION = (f"heavy = work >= {HEAVY_WORK:,} operations (multiply-adds of a matmul; state updates "
                     f"or elements read/written by the other kernels); a heavy dispatch is flagged with fewer than "
@@ -84,6 +85,7 @@ def default_plans(gpu, gpu_rule: bool, **kw) -> list[tuple[str, Plan]]:
 
 
 def main(argv=None) -> int:
+    safe_console()  # a console or pipe that cannot encode a character gets '?'
     ap = argparse.ArgumentParser(prog="tools/dispatch_report.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--gpu-rule", action="store_true", help="report the static GPU choice instead of this adapter's")
     ap.add_argument("--all", action="store_true", help="list every dispatch, not only heavy or flagged ones")

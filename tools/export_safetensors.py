@@ -20,11 +20,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from envs.atomic import atomic_write  # noqa: E402
 from trainer.checkpoint import CheckpointError, load, read_sidecar  # noqa: E402
 from trainer.spec import PolicySpec, unflatten  # noqa: E402
+from envs.console import safe_console  # noqa: E402
 
 EXPORT_NAMES = {"logstd": "decoder.logstd"}  # PufferLib keeps logstd with the decoder's weights
 
 
 def main():
+    safe_console()  # a console or pipe that cannot encode a character gets '?'
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("checkpoint")
     ap.add_argument("--out", help="output file (default: the checkpoint path with .safetensors)")

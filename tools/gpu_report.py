@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tools")]  # trainer and golden (the checkout), bench_kernels
 
 import numpy as np  # noqa: E402
+from envs.console import safe_console  # noqa: E402
 
 RELEVANT_FEATURES = ("subgroup", "timestamp-query", "shader-f16")
 RELEVANT_LIMITS = ("max-storage-buffer-binding-size", "max-buffer-size", "max-storage-buffers-per-shader-stage",
@@ -242,8 +243,13 @@ def report_training(seconds: float, adapter: str | None):
                "--train.total_timesteps", str(N * T * 100000)]  # stopped by time, not by steps
         if adapter:
             cmd += ["--adapter", adapter]
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
-        proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
+                   PYTHONIOENCODING="utf-8:replace")  # read back as UTF-8 on any OS
+        # Windows has no SIGINT to send: the run gets its own process group and CTRL_BREAK_EVENT,
+        # which trainer.run handles as Ctrl-C (stop after the epoch in progress)
+        group = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if sys.platform == "win32" else {}
+        proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                encoding="utf-8", errors="replace", **group)
         out: list[str] = []
         reader = threading.Thread(target=lambda: out.extend(proc.stdout), daemon=True)
         reader.start()
@@ -253,7 +259,7 @@ def report_training(seconds: float, adapter: str | None):
         try:
             proc.wait(seconds)
         except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGINT)
+            proc.send_signal(signal.CTRL_BREAK_EVENT if sys.platform == "win32" else signal.SIGINT)
         try:
             proc.wait(300)
         except subprocess.TimeoutExpired:
@@ -261,7 +267,7 @@ def report_training(seconds: float, adapter: str | None):
             proc.wait()
         reader.join(10)
         logs = list(log_dir.rglob("*.jsonl"))
-        rows = [json.loads(line) for line in logs[0].read_text().splitlines()] if logs else []
+        rows = [json.loads(line) for line in logs[0].read_text(encoding="utf-8").splitlines()] if logs else []
     for line in "".join(out).splitlines():
         if line.startswith(("kernels:", "epoch", "stopped", "done", "error")):
             print("   " + line[:160])
@@ -279,6 +285,7 @@ def report_training(seconds: float, adapter: str | None):
 
 
 def main():
+    safe_console()  # a console or pipe that cannot encode a character gets '?'
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--adapter", default=None, help="adapter name/backend substring (default: PUFFGPU_ADAPTER, "
                     "else the best GPU)")

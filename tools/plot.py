@@ -22,6 +22,7 @@ import json
 import math
 import sys
 from pathlib import Path
+from envs.console import safe_console
 
 # panels after the env/* ones: (title, [metric keys drawn in it], y label)
 TRAIN_PANELS = [
@@ -51,7 +52,7 @@ def read_run(path: Path) -> dict:
     """{'path', 'run_id', 'head' (first config line), 'epochs' (epoch lines)}. A resumed run appends a
     new config line and continues; a line cut short by a crash is skipped."""
     head, epochs = {}, []
-    for line in Path(path).read_text().splitlines():
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
         try:
             row = json.loads(line)
         except json.JSONDecodeError:
@@ -247,6 +248,7 @@ def plot(runs: list[dict], out: Path, x: str = "steps", smooth: float | None = N
 
 
 def main(argv: list[str] | None = None) -> int:
+    safe_console()  # a console or pipe that cannot encode a character gets '?'
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("target", help="an env name (its runs under --log-dir) or a .jsonl log")
     ap.add_argument("--runs", nargs="+", help="run ids, globs ('sweep-*') or .jsonl paths (default: every run)")

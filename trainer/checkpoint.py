@@ -94,7 +94,7 @@ def read_sidecar(path: Path) -> dict | None:
     if not side.exists():
         return None
     try:
-        return json.loads(side.read_text())
+        return json.loads(side.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
         raise CheckpointError(f"{side}: sidecar is not valid JSON ({e})") from None
 

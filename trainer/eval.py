@@ -31,6 +31,7 @@ from .gpu import GPUError, get_gpu  # noqa: E402
 from .policy import Policy, Rollout, RolloutStep  # noqa: E402
 from .spec import PolicySpec  # noqa: E402
 from .tune import attach  # noqa: E402
+from envs.console import safe_console  # noqa: E402
 
 
 class Evaluator:
@@ -83,6 +84,7 @@ class Evaluator:
 
 
 def main(argv=None) -> int:
+    safe_console()  # a console or pipe that cannot encode a character gets '?'
     ap = argparse.ArgumentParser(prog="python -m trainer.eval", description=__doc__.split("\n")[0])
     ap.add_argument("--env", required=True, help=f"env name ({', '.join(envs.list_envs())}) or header path")
     ap.add_argument("checkpoint", nargs="?", default="latest", help="latest (default) or a .bin path")

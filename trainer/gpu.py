@@ -100,11 +100,22 @@ def _adapter_label(info) -> str:
 _RANK = {"discretegpu": 0, "integratedgpu": 1, "virtualgpu": 2, "unknown": 3, "cpu": 4}
 
 
+GL_NOTE = ("note: this is wgpu's OpenGL backend, the last resort (no Vulkan, Metal or DX12 adapter was "
+           "found): it passes the goldens but is slower; install the GPU's Vulkan driver (Linux) or use "
+           "Metal/DX12 for the fast path.")
+
+
+def is_gl(info) -> bool:
+    return str(info.get("backend_type", "")).lower() == "opengl"
+
+
 def usable_adapters() -> list:
     """This machine's adapters that puffgpu picks from, best first: discrete GPUs, integrated, virtual,
-    then CPU adapters (lavapipe). The GL backend is a compatibility path with weaker compute support:
-    left out (choose_adapter still takes it when asked for by name)."""
-    usable = [a for a in wgpu.gpu.enumerate_adapters_sync() if str(a.info.get("backend_type")).lower() != "opengl"]
+    then CPU adapters (lavapipe). The GL backend (a compatibility path with weaker compute support)
+    only when there is nothing else: a machine with Mesa's GL driver and no Vulkan ICD, or an old GPU
+    without Vulkan or DX12. It is never preferred; choose_adapter also takes it when asked by name."""
+    adapters = list(wgpu.gpu.enumerate_adapters_sync())
+    usable = [a for a in adapters if not is_gl(a.info)] or [a for a in adapters if is_gl(a.info)]
     return sorted(usable, key=lambda a: _RANK.get(_adapter_kind(a.info), 3))
 
 

@@ -11,12 +11,12 @@ shuffling: minibatch m uses rows [(m·R) mod N, … + R). Its plan, built once, 
     → global grad-norm clip → Nesterov momentum → per-matrix Frobenius normalisation
     → 5 Newton–Schulz iterations on the smaller Gram side (matmul.wgsl) → W −= lr·scale·X (muon.wgsl)
 
-All minibatch plans of an epoch go into one compute pass and one submit; only the logged stats
-(8 floats per minibatch) and the grad norm are read back. The learning rate lives in a small GPU
-buffer written once per epoch.
+An epoch's minibatch plans go into as few submits as a work budget allows (see SUBMIT_WORK); only the logged stats (8 floats per minibatch) and the grad norm are read
+back. The learning rate lives in a small GPU buffer written once per epoch.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -150,11 +150,47 @@ class Muon:
 
 # ------------------------------------------------------------------------------------ the learner
 
+# Work (multiply-adds and element operations, as the launchers record it for the dispatch-shape
+# report) one submission may hold: the budget is by work, not measured time. A submission that runs
+# for seconds can trip a desktop OS's GPU watchdog (Windows resets a GPU whose work packet runs
+# about 2 s: TDR) and the device is lost. 8e9 is about half a second at 16 G work/s, a low-end
+# integrated GPU's rate on these small shapes (lavapipe on 2 cores does less, but has no watchdog).
+# Consecutive minibatch plans are grouped greedily under it; a minibatch is never split, so one
+# larger than the budget is submitted alone. Queue order keeps the results bit-identical to one
+# submission, and nothing waits between submissions. The default platformer plans (8 minibatches
+# of 6.1e9 each) go as 8 submissions; PUFFGPU_SUBMIT_WORK sets the budget, 0 for one submission.
+SUBMIT_WORK = 8_000_000_000
+
+
+def submit_work_budget() -> int:
+    value = os.environ.get("PUFFGPU_SUBMIT_WORK", "").strip()
+    return int(float(value)) if value else SUBMIT_WORK
+
+
+def plan_work(plan: Plan) -> int:
+    """The plan's work: each dispatch's recorded work, else its invocation count."""
+    return sum(i.work if i.work is not None else i.invocations for i in plan.infos)
+
+
+def submission_groups(works: list[int], budget: int) -> list[list[int]]:
+    """Indices of `works` grouped in order, each group's sum <= budget (a single item may exceed it);
+    budget 0: one group."""
+    groups, cur, total = [], [], 0
+    for i, w in enumerate(works):
+        if cur and budget > 0 and total + w > budget:
+            groups.append(cur)
+            cur, total = [], 0
+        cur.append(i)
+        total += w
+    return groups + [cur] if cur else groups
+
 class Learner:
-    """`masks=False` leaves the rollout's action mask out of the plans (all legal): a test reference."""
+    """`masks=False` leaves the rollout's action mask out of the plans (all legal): a test reference.
+    `submit_work`: the work budget per submission (default SUBMIT_WORK or PUFFGPU_SUBMIT_WORK; 0: one
+    submission per run)."""
 
     def __init__(self, policy: Policy, rollout: Rollout, minibatch_size: int, cfg: LearnerConfig | None = None,
-                 replay_ratio: float = 1.0, masks: bool = True):
+                 replay_ratio: float = 1.0, masks: bool = True, submit_work: int | None = None):
         self.gpu, self.policy, self.rollout = policy.gpu, policy, rollout
         self.cfg = cfg or LearnerConfig()
         spec, N, T = policy.spec, rollout.N, rollout.T
@@ -173,6 +209,8 @@ class Learner:
         self.scalars = gpu.buffer(16 * self.num_minibatches, "learn.scalars")  # (clip, ‖g‖, _, _) per minibatch
         self.muon = Muon(gpu, spec, self.cfg)
         self.plans = [self._build(m) for m in range(self.num_minibatches)]
+        self.plan_work = [plan_work(p) for p in self.plans]
+        self.submit_work = submit_work_budget() if submit_work is None else int(submit_work)
 
     def _build(self, m: int) -> Plan:
         """The whole update of minibatch m: rows [(m·R) mod N, … + R) of the rollout."""
@@ -205,14 +243,16 @@ class Learner:
         return plan.finalize()
 
     def run(self, lr: float, minibatches=None) -> dict:
-        """Run the given minibatch plans (default: all of an epoch) in one submit; return mean stats.
+        """Run the given minibatch plans (default: all of an epoch), in order, in as few submits as the
+        work budget allows (see SUBMIT_WORK); return mean stats.
 
         Returns {stat: mean over the minibatches}, 'grad_norm' (mean pre-clip norm) and
         'per_minibatch' (array [count, 9]: the 8 stats and the grad norm).
         """
         idx = list(range(self.num_minibatches)) if minibatches is None else list(minibatches)
         self.muon.set_lr(lr)
-        self.gpu.run([self.plans[m] for m in idx])
+        for group in submission_groups([self.plan_work[m] for m in idx], self.submit_work):
+            self.gpu.run([self.plans[idx[g]] for g in group])
         logs = self.gpu.read(self.logs).reshape(self.num_minibatches, len(PPO_STATS))[idx]
         scal = self.gpu.read(self.scalars).reshape(self.num_minibatches, 4)[idx]
         out = {k: float(logs[:, i].mean()) for i, k in enumerate(PPO_STATS)}

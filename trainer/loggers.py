@@ -100,7 +100,7 @@ class JsonlLogger:
         self._write({"type": "config", **header})
 
     def _write(self, row: dict):
-        with open(self.path, "a") as f:
+        with open(self.path, "a", encoding="utf-8") as f:
             f.write(json.dumps(row) + "\n")
 
     def log(self, metrics: dict):

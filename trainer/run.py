@@ -31,6 +31,7 @@ from typing import NamedTuple
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import envs  # noqa: E402
+from envs.console import safe_console  # noqa: E402
 
 from . import checkpoint as ckpt  # noqa: E402
 from . import config as config_mod  # noqa: E402
@@ -56,12 +57,14 @@ class Saved(NamedTuple):
 
 
 class StopRequest:
-    """Ctrl-C (SIGINT) and SIGTERM while training. The first sets `requested`: the loop stops at
-    the next env step and saves; the second raises KeyboardInterrupt: quit at once, no save.
+    """Ctrl-C (SIGINT) and SIGTERM (and on Windows SIGBREAK: Ctrl-Break, or CTRL_BREAK_EVENT sent
+    to the run's process group, how a parent process stops it there) while training. The first
+    sets `requested`: the loop stops at the next env step and saves; the second raises
+    KeyboardInterrupt: quit at once, no save.
     Handlers are installed for the `with` block, and only from the main thread (Python allows no
     other; a Ray Tune trial runs train() in a worker thread, where Ray handles the signals)."""
 
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    SIGNALS = (signal.SIGINT, signal.SIGTERM) + ((signal.SIGBREAK,) if hasattr(signal, "SIGBREAK") else ())
 
     def __init__(self):
         self.signal: str | None = None  # the first signal received
@@ -167,7 +170,7 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
     """Run training; returns a summary (checkpoint path, steps, final metrics). `loggers`: more
     objects with log(metrics)/close() called after the run's own loggers (the sweep's Ray Tune
     reporter)."""
-    from .gpu import get_gpu
+    from .gpu import GL_NOTE, get_gpu, is_gl
     from .learner import Learner, cosine_lr
     from .policy import Policy, Rollout, RolloutStep
     from .tune import attach
@@ -176,7 +179,9 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
     gpu = get_gpu(adapter, quiet=True)
     tuner = attach(gpu)  # kernel variants: pins, cache or timing (reads --kernels/--retune/--no-tune)
     print(f"puffgpu: adapter {gpu.describe()}", flush=True)
-    if gpu.is_cpu:
+    if is_gl(gpu.info):
+        print(GL_NOTE, flush=True)
+    elif gpu.is_cpu:
         print(CPU_NOTE, flush=True)
 
     env = envs.make(env_name, vec["total_agents"], config=cfg["env"], num_threads=vec["num_threads"],
@@ -303,6 +308,7 @@ def gpu_errors() -> tuple:
 
 
 def main(argv: list[str] | None = None) -> int:
+    safe_console()  # a console or pipe that cannot encode a character gets '?'
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(prog="python -m trainer.run", add_help=False,
                                  description="Train a PufferLib 5.0 policy with WGSL kernels on any GPU.")
@@ -314,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="pin kernel variants instead of tuning them, e.g. matmul=sg8 (lavapipe's kernels), "
                          "matmul=tile4x4/s4 (4×4 tiles, K split 4 ways), mingru=scalar (env PUFFGPU_KERNELS)")
     ap.add_argument("--retune", action="store_true", help="time the kernel variants again, replacing the cached "
-                    "choices (env PUFFGPU_RETUNE=1; cache in $PUFFGPU_CACHE/tune, default ~/.cache/puffgpu/tune)")
+                    "choices (env PUFFGPU_RETUNE=1; cache in tune/ of $PUFFGPU_CACHE, default the OS cache folder)")
     ap.add_argument("--no-tune", action="store_true", help="do not time kernel variants: use cached choices, "
                     "else the static default (env PUFFGPU_TUNE=0)")
     ap.add_argument("-h", "--help", action="store_true", help="show every config key and exit")

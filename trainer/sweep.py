@@ -35,6 +35,7 @@ import json
 import math
 import os
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,7 @@ from envs.atomic import atomic_write
 from . import config as config_mod
 from .metrics import LOSSES, RUN
 from .dashboard import fmt_time
+from envs.console import safe_console
 
 DISTRIBUTIONS = ("uniform", "int_uniform", "uniform_pow2", "log_normal", "logit_normal")
 METHODS = ("tpe", "random")
@@ -285,18 +287,44 @@ def local_adapters() -> list[str]:
     return names
 
 
+def lock_file(path):
+    """The open file `path` holding an exclusive lock, or None while another process (or another
+    open of it) holds one. The OS drops the lock when the file closes or the process ends, so a
+    crashed trial leaves no stale lock. flock on POSIX, msvcrt.locking of byte 0 on Windows."""
+    f = open(path, "a+", encoding="utf-8")  # a+: never truncates a file someone else has locked
+    try:
+        if sys.platform == "win32":
+            import msvcrt
+            f.seek(0)
+            msvcrt.locking(f.fileno(), msvcrt.LK_NBLCK, 1)
+        else:
+            import fcntl
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return f
+    except OSError:
+        f.close()
+        return None
+
+
+def _user_tag() -> str:
+    """Who runs the sweep, for lock names shared by one user's trials (uid on POSIX)."""
+    if hasattr(os, "getuid"):
+        return str(os.getuid())
+    import getpass
+    try:
+        return "".join(c if c.isalnum() else "_" for c in getpass.getuser())
+    except Exception:  # no user name in the environment
+        return "user"
+
+
 def claim_adapter(names: list[str]):
     """(adapter name, lock file) for this trial: the first adapter of the node no other trial holds."""
-    import fcntl
     if len(names) <= 1:
         return None, None
     for i, name in enumerate(names):
-        f = open(f"/tmp/puffgpu-sweep-adapter-{os.getuid()}-{i}.lock", "w")
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        f = lock_file(Path(tempfile.gettempdir()) / f"puffgpu-sweep-adapter-{_user_tag()}-{i}.lock")
+        if f is not None:
             return name, f
-        except OSError:
-            f.close()
     return None, None
 
 
@@ -389,7 +417,7 @@ def _callback_class():
 def first_error_line(trial_or_result) -> str:
     path = getattr(trial_or_result, "error_file", None)
     err = getattr(trial_or_result, "error", None)
-    text = str(err) if err is not None else (Path(path).read_text() if path and Path(path).is_file() else "")
+    text = str(err) if err is not None else (Path(path).read_text(encoding="utf-8", errors="replace") if path and Path(path).is_file() else "")
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     hits = [ln for ln in lines if "Error:" in ln and "TuneError" not in ln and "RayTaskError" not in ln]
     return (hits[-1] if hits else (lines[-1] if lines else "unknown error"))[:200]
@@ -453,7 +481,7 @@ def resumable_asha(state_path: Path, **kw):
             if not self._loaded:
                 self._loaded = True
                 if os.path.exists(self._state_path):
-                    saved = json.loads(Path(self._state_path).read_text())
+                    saved = json.loads(Path(self._state_path).read_text(encoding="utf-8"))
                     for bracket, rungs in zip(self._brackets, saved):
                         for (milestone, recorded), (m, rec) in zip(bracket._rungs, rungs):
                             if milestone == m:
@@ -603,6 +631,7 @@ def plot_sweep(sw: Sweep, rows: list[dict], out: Path):
 
 
 def main(argv: list[str] | None = None) -> int:
+    safe_console()  # a console or pipe that cannot encode a character gets '?'
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(prog="python -m trainer.sweep", description=__doc__.split("\n")[0])
     ap.add_argument("--env", required=True, help="env name or path to an env header")

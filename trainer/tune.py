@@ -18,7 +18,7 @@ grid, so that a hopeless one never runs in full.
 `GpuRule` is the other chooser: every answer the family's static GPU rule (no timing, no cache, no
 pins), which tools/dispatch_report.py installs to check the shapes a real GPU would run.
 
-Cache: one JSON file per adapter under $PUFFGPU_CACHE/tune (default ~/.cache/puffgpu/tune), named by
+Cache: one JSON file per adapter under cache_root()/tune (envs/build.py: $PUFFGPU_CACHE, else the OS cache folder), named by
 a hash of the adapter's name, backend, driver, vendor/device ids and the enabled optional features;
 inside, "schema" and "kernels" (a hash of the shader sources and the variant tables) must match or the
 file is ignored with a warning, as is a file that does not parse. Entries map a shape key to the
@@ -120,7 +120,7 @@ class Tuner:
         if not self.path.exists():
             return self._disk
         try:
-            data = json.loads(self.path.read_text())
+            data = json.loads(self.path.read_text(encoding="utf-8"))
             if not isinstance(data, dict) or not isinstance(data.get("entries"), dict):
                 raise ValueError("not a tuning cache (no 'entries' object)")
             if data.get("schema") != SCHEMA:
@@ -142,7 +142,7 @@ class Tuner:
         try:
             merged = {}
             try:  # keep what another process wrote meanwhile
-                other = json.loads(self.path.read_text())
+                other = json.loads(self.path.read_text(encoding="utf-8"))
                 if other.get("schema") == SCHEMA and other.get("kernels") == self.version:
                     merged.update(other.get("entries") or {})
             except (OSError, ValueError, AttributeError):

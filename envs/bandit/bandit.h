@@ -14,7 +14,23 @@
 #ifndef BANDIT_BANDIT_H
 #define BANDIT_BANDIT_H
 
+#ifdef _WIN32
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#ifndef NOGDI
+#define NOGDI   /* windows.h's Rectangle, DrawText, ... would collide with raylib's */
+#endif
+#ifndef NOUSER
+#define NOUSER
+#endif
+#ifndef NOMINMAX
+#define NOMINMAX
+#endif
+#include <windows.h>
+#else
 #include <time.h>
+#endif
 
 #include "raylib.h"
 typedef float obs_t;
@@ -78,8 +94,12 @@ void puf_step(Env* env) {
         env->spin_out = h;
     }
     if (env->wait_us > 0) {
-        struct timespec ts = {0, (long)env->wait_us * 1000L};
+#ifdef _WIN32
+        Sleep((DWORD)((env->wait_us + 999) / 1000));  /* Windows sleeps whole milliseconds */
+#else
+        struct timespec ts = {env->wait_us / 1000000, (long)(env->wait_us % 1000000) * 1000L};
         nanosleep(&ts, NULL);
+#endif
     }
     float a0 = agent->actions[0], a1 = agent->actions[1];
     /* compare as floats: no conversion of an out-of-range value */
