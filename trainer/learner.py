@@ -11,8 +11,9 @@ shuffling: minibatch m uses rows [(m·R) mod N, … + R). Its plan, built once, 
     → global grad-norm clip → Nesterov momentum → per-matrix Frobenius normalisation
     → 5 Newton–Schulz iterations on the smaller Gram side (matmul.wgsl) → W −= lr·scale·X (muon.wgsl)
 
-An epoch's minibatch plans go into as few submits as a work budget allows (see SUBMIT_WORK); only the logged stats (8 floats per minibatch) and the grad norm are read
-back. The learning rate lives in a small GPU buffer written once per epoch.
+An epoch's minibatch plans go into as few submits as a work budget allows (see SUBMIT_WORK); only
+the logged stats (8 floats per minibatch) and the grad norm are read back. The learning rate lives
+in a small GPU buffer written once per epoch.
 """
 from __future__ import annotations
 
@@ -183,6 +184,7 @@ def submission_groups(works: list[int], budget: int) -> list[list[int]]:
         cur.append(i)
         total += w
     return groups + [cur] if cur else groups
+
 
 class Learner:
     """`masks=False` leaves the rollout's action mask out of the plans (all legal): a test reference.
