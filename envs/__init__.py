@@ -9,7 +9,8 @@ See envs/vecenv.py for the API, envs/pufferenv.h for the C contract, and
 """
 
 from .ini import read_ini
-from .vecenv import DEFAULT_ENV_KEYS, VecEnv, env_config, env_header_path, env_ini_path, list_envs, make
+from .vecenv import (DEFAULT_ENV_KEYS, VecEnv, env_config, env_header_path, env_headers, env_ini_path, list_envs,
+                     make)
 
 __all__ = ["DEFAULT_ENV_KEYS", "VecEnv", "env_config", "env_header_path", "env_ini_path",
-           "list_envs", "make", "read_ini"]
+           "env_headers", "list_envs", "make", "read_ini"]

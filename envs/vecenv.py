@@ -40,10 +40,18 @@ from .goexplore import GoExploreMixin, check_config
 DEFAULT_ENV_KEYS = {"dr": 0, "num_agents": 1, "num_bots": 0}
 
 
+def env_headers(*folders):
+    """The env headers under `folders` (default envs/): every <folder>/<name>/<name>.h, by name
+    within each folder."""
+    out = []
+    for folder in folders or (ENVS_DIR,):
+        out += sorted(p / f"{p.name}.h" for p in Path(folder).iterdir() if p.is_dir() and (p / f"{p.name}.h").is_file())
+    return out
+
+
 def list_envs():
     """Names of the built-in envs: folders envs/<name>/ holding <name>.h."""
-    return sorted(p.name for p in ENVS_DIR.iterdir()
-                  if p.is_dir() and (p / f"{p.name}.h").is_file())
+    return [h.parent.name for h in env_headers()]
 
 
 def _is_header_path(name_or_path):

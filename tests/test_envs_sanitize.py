@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _test_env_headers():
     """tests/envs*/<name>/<name>.h: the test envs (the 5.0-style env, the Go-Explore corridor)."""
-    return sorted(p / f"{p.name}.h" for p in ROOT.glob("tests/envs*/*") if (p / f"{p.name}.h").is_file())
+    return envs.env_headers(*sorted(ROOT.glob("tests/envs*")))
 
 
 @pytest.mark.slow

@@ -39,6 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import envs  # noqa: E402
 from envs import build  # noqa: E402
 from envs.console import safe_console  # noqa: E402
 
@@ -91,12 +92,7 @@ WINDOWS_PYCONFIG = """\
 
 def env_headers():
     """Every built-in env header and every env of the test folders (a folder holding <name>.h)."""
-    out = []
-    for base in (ROOT / "envs", ROOT / "tests" / "envs5", ROOT / "tests" / "envs_ge"):
-        for d in sorted(p for p in base.iterdir() if p.is_dir()):
-            if (d / f"{d.name}.h").is_file():
-                out.append(d / f"{d.name}.h")
-    return out
+    return envs.env_headers(ROOT / "envs", *sorted(ROOT.glob("tests/envs*")))
 
 
 def host_pyconfig():
