@@ -135,7 +135,7 @@ def policy_case(gpu, name: str, family: str = "policy"):
 
 def learner_config(m: dict) -> LearnerConfig:
     """The LearnerConfig a golden case was made with (its meta holds the fields it sets)."""
-    return LearnerConfig(**{k: m[k] for k in LearnerConfig.__dataclass_fields__ if k in m})
+    return LearnerConfig.from_dict(m)
 
 
 def head_spec(heads) -> PolicySpec:

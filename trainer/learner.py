@@ -18,7 +18,7 @@ in a small GPU buffer written once per epoch.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -52,6 +52,13 @@ class LearnerConfig:
     vtrace_rho_clip: float = 1.0
     vtrace_c_clip: float = 1.0
     freeze_continuous: bool = False  # an ablation: no gradient from the continuous heads (means, logstd)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "LearnerConfig":
+        """The fields named in `values` (the config's [train] section, or a golden case's parameters),
+        each in its field's type (0/1 switches become bools); the others keep their defaults."""
+        defaults = cls()
+        return cls(**{f.name: type(getattr(defaults, f.name))(values[f.name]) for f in fields(cls) if f.name in values})
 
 
 class Muon:

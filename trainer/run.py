@@ -107,14 +107,6 @@ class InlineExecutor:
         pass
 
 
-def learner_config(t: dict):
-    from .learner import LearnerConfig
-    return LearnerConfig(gamma=t["gamma"], gae_lambda=t["gae_lambda"], clip_coef=t["clip_coef"], vf_coef=t["vf_coef"],
-                         vf_clip_coef=t["vf_clip_coef"], ent_coef=t["ent_coef"], max_grad_norm=t["max_grad_norm"],
-                         momentum=t["momentum"], vtrace=bool(t["vtrace"]), vtrace_rho_clip=t["vtrace_rho_clip"],
-                         vtrace_c_clip=t["vtrace_c_clip"], freeze_continuous=bool(t["freeze_continuous"]))
-
-
 def buffer_seed(seed: int, b: int) -> int:
     """The sampling seed of env buffer b: buffer 0 keeps the run's seed (so one buffer samples as
     the run's seed says); the others get distinct ones, as each buffer's sampler numbers its agents
@@ -171,7 +163,7 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
     objects with log(metrics)/close() called after the run's own loggers (the sweep's Ray Tune
     reporter)."""
     from .gpu import GL_NOTE, get_gpu, is_gl
-    from .learner import Learner, cosine_lr
+    from .learner import Learner, LearnerConfig, cosine_lr
     from .policy import Policy, Rollout, RolloutStep
     from .tune import attach
     base, vec, t = cfg["base"], cfg["vec"], cfg["train"]
@@ -199,7 +191,7 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
     for b in range(B):
         r0, r1 = env.buffer_rows(b)
         infers.append(RolloutStep(policy, rollout, seed=buffer_seed(base["seed"], b), row0=r0, rows=r1 - r0))
-    learner = Learner(policy, rollout, t["minibatch_size"], learner_config(t), t["replay_ratio"])
+    learner = Learner(policy, rollout, t["minibatch_size"], LearnerConfig.from_dict(t), t["replay_ratio"])
     print(tuner.summary(), flush=True)  # kernel variants: what was chosen, tuning time (trainer/tune.py)
     epochs = t["total_timesteps"] // (N * T)
 
