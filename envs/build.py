@@ -46,7 +46,7 @@ import cffi
 from .atomic import atomic_write
 
 ENVS_DIR = Path(__file__).resolve().parent
-OPT_FLAGS = ["-O3", "-fPIC", "-fno-strict-aliasing", "-Wno-unused-function"]  # -fPIC: not on Windows
+OPT_FLAGS = ["-O3", "-fno-strict-aliasing", "-Wno-unused-function"]
 STRICT_FLAGS = ["-Werror=implicit-function-declaration", "-Werror=int-conversion",
                 "-Werror=incompatible-pointer-types"]
 # MSVC (cl.exe, clang-cl): the same checks as errors (C4013 undefined function assumed to return
@@ -261,8 +261,7 @@ def openmp_flags(cc):
         src = Path(tmp) / "probe.c"
         src.write_text(OPENMP_PROBE, encoding="utf-8")
         for flags in _openmp_candidates():
-            pic = [] if sys.platform == "win32" else ["-fPIC"]
-            cmd = [*cc, "-O1", *pic, *flags, str(src), *_gnu_link_flags(sys.platform), "-o",
+            cmd = [*cc, "-O1", *_pic_flags(sys.platform), *flags, str(src), *_gnu_link_flags(sys.platform), "-o",
                    str(Path(tmp) / "probe.so")]
             try:
                 res = subprocess.run(cmd, capture_output=True, timeout=120)
@@ -276,6 +275,11 @@ def openmp_flags(cc):
     except OSError:
         pass
     return found
+
+
+def _pic_flags(target):
+    """Position-independent code for a shared library: every target but Windows (DLLs need none)."""
+    return [] if target == "win32" else ["-fPIC"]
 
 
 def _gnu_link_flags(target):
@@ -306,9 +310,8 @@ def build_flags(cc, target=None):
     user = split_command(os.environ.get("PUFFGPU_CFLAGS", ""))
     if toolchain(cc) == "msvc":
         return MSVC_FLAGS + user
-    opt = [f for f in OPT_FLAGS if not (target == "win32" and f == "-fPIC")]
     omp = openmp_flags(cc) if target == sys.platform else []
-    return opt + omp + STRICT_FLAGS + user
+    return OPT_FLAGS + _pic_flags(target) + omp + STRICT_FLAGS + user
 
 
 def compile_command(cc, flags, c_file, out, header, py_include, target=None, dep_file=None,
