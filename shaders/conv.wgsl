@@ -26,7 +26,9 @@
 //   rejected even on disjoint ranges); Params.
 // Dispatch: one invocation per unit of work, 64-invocation workgroups, grid (x, y) with x ≤ 32768 and
 //   idx = gid.x + gid.y·x·64:
-//   conv_im2col          one invocation per (patch row, ky): copies k·in_c contiguous values
+//   conv_im2col          one invocation per (patch row, ky, piece): copies `piece` of the k·in_c contiguous
+//                        values of a kernel row (all of them unless the launcher splits a row into
+//                        `pieces` to keep enough invocations in flight)
 //   conv_relu(_backward) one invocation per element
 //   conv_col2im          one invocation per input element (loops ≤ ceil(k/s)² times)
 //   obs_unpack           one invocation per output value
@@ -42,6 +44,7 @@ struct Params {
     row_stride: u32,                  // src row stride (u32 words when packed, else floats)
     offset: u32,                      // index of the picture's first value within a src row
     count: u32, ld_out: u32,          // obs_unpack
+    piece: u32, pieces: u32,          // conv_im2col: values per invocation, invocations per kernel row
     src_off: u32, dcols_off: u32, y_off: u32, dy_off: u32, cols_off: u32, out_off: u32,
 }
 
@@ -73,8 +76,9 @@ fn conv_im2col(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
     let idx = flat_index(gid, nwg);
     if (idx >= p.total) { return; }
     let k = p.kernel;
-    let row = idx / k;                 // patch row: f·places + oy·out_w + ox
-    let ky = idx % k;
+    let part = idx % p.pieces;
+    let row = idx / p.pieces / k;      // patch row: f·places + oy·out_w + ox
+    let ky = (idx / p.pieces) % k;
     let f = row / p.places;
     let place = row % p.places;
     let oy = place / p.out_w;
@@ -82,7 +86,8 @@ fn conv_im2col(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
     let seg = k * p.in_c;              // kx, c contiguous in the input row and in the patch
     let v0 = p.offset + ((oy * p.stride + ky) * p.in_w + ox * p.stride) * p.in_c;
     let c0 = p.cols_off + row * p.patch_len + ky * seg;
-    for (var j = 0u; j < seg; j++) {
+    let end = min(seg, (part + 1u) * p.piece);
+    for (var j = part * p.piece; j < end; j++) {
         cols[c0 + j] = src_value(f, v0 + j);
     }
 }

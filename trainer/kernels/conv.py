@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..gpu import GPUError, Plan, Range
-from . import MAX_LOOP, ceil_div, need
+from . import GPU_MIN_INVOCATIONS, HEAVY_WORK, MAX_LOOP, ceil_div, need
 from .matmul import matmul_backward_input, matmul_backward_weight, matmul_forward
 
 CONVS = ((32, 8, 4), (64, 4, 2), (64, 3, 1))  # (filters, kernel, stride) of the three layers
@@ -172,12 +172,20 @@ def conv_im2col(plan: Plan, src: Range, pic: PictureInput, layer: ConvLayer, fra
     need(label, "src", src, (frames - 1) * pic.row_stride + ceil_div(pic.offset + layer.in_size, 4 if pic.packed else 1))
     rows = frames * layer.places
     need(label, "cols", cols, rows * layer.patch)
-    total = rows * layer.kernel
+    # a kernel row's k·in_c values are contiguous in both the picture and the patch: one invocation copies
+    # them all (fewest invocations: lavapipe's pace), split in pieces only where a big chunk would
+    # otherwise keep fewer than GPU_MIN_INVOCATIONS in flight
+    seg, pieces = layer.kernel * layer.in_c, 1
+    while rows * layer.kernel * pieces < GPU_MIN_INVOCATIONS and pieces < seg and rows * layer.patch >= HEAVY_WORK:
+        pieces *= 2
+    piece = ceil_div(seg, pieces)
+    pieces = ceil_div(seg, piece)
+    total = rows * layer.kernel * pieces
     k = plan.gpu.kernel("conv.wgsl", "conv_im2col", WG=WG)
     params = dict(_layer_params(layer, frames), total=total, packed=int(pic.packed), row_stride=pic.row_stride,
-                  offset=pic.offset)
+                  offset=pic.offset, piece=piece, pieces=pieces)
     return plan.add(k, _grid(total), params, src=src, cols=cols).note(
-        invocations=total, serial=layer.kernel * layer.in_c, work=rows * layer.patch)
+        invocations=total, serial=piece, work=rows * layer.patch)
 
 
 def conv_relu(plan: Plan, y: Range, count: int):
