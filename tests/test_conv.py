@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from golden.check import assert_close, case, golden, meta
-from trainer.gpu import GPUError
+from trainer.gpu import GPUError, Range
 from trainer.kernels import GPU_MAX_SERIAL, GPU_MIN_INVOCATIONS, HEAVY_WORK, MAX_LOOP, conv
 from trainer.tune import GpuRule, using
 
@@ -36,18 +36,24 @@ def picture_input(m):
 class Net:
     """Buffers of the three convs for `frames` frames: weights, ys, dys, dw; forward and backward plans."""
 
-    def __init__(self, gpu, layers, ws, obs: np.ndarray, src, frames, chunk=None):
+    def __init__(self, gpu, layers, ws, obs: np.ndarray, src, frames, chunk=None, packed_activations=False):
         self.gpu, self.layers, self.frames, self.src = gpu, layers, frames, src
         self.obs = obs_upload(gpu, obs)
         self.w = [gpu.array(np.ascontiguousarray(w, np.float32), f"w{i}") for i, w in enumerate(ws)]
-        self.ys = [gpu.buffer(4 * frames * l.out_size, f"ys{i}") for i, l in enumerate(layers)]
-        self.dys = [gpu.buffer(4 * frames * l.out_size, f"dys{i}") for i, l in enumerate(layers)]
+        sizes = [frames * l.out_size for l in layers]
+        if packed_activations:  # every ys and dys in one buffer, each one float past a 16-byte boundary
+            offs = np.cumsum([1] + [n + 3 for n in sizes + sizes])
+            act = gpu.buffer(4 * int(offs[-1]), "activations")
+            self.ys = [act.f32(int(offs[i]), n) for i, n in enumerate(sizes)]
+            self.dys = [act.f32(int(offs[3 + i]), n) for i, n in enumerate(sizes)]
+        else:
+            self.ys = [gpu.buffer(4 * n, f"ys{i}") for i, n in enumerate(sizes)]
+            self.dys = [gpu.buffer(4 * n, f"dys{i}") for i, n in enumerate(sizes)]
         self.dw = [gpu.buffer(4 * l.out_c * l.patch, f"dw{i}") for i, l in enumerate(layers)]
         self.scratch = conv.ConvScratch(gpu, layers, chunk or conv.conv_chunk(layers, frames))
 
     def args(self):
-        r = lambda bufs: [b.range() for b in bufs]  # noqa: E731
-        return self.obs.range(), self.src, r(self.w), r(self.ys)
+        return self.obs.range(), self.src, _ranges(self.w), _ranges(self.ys)
 
     def forward(self):
         plan = self.gpu.plan("conv_forward")
@@ -59,23 +65,30 @@ class Net:
         self.gpu.upload(self.dys[-1], np.ascontiguousarray(dy_last, np.float32))
         plan = self.gpu.plan("conv_backward")
         obs, src, w, ys = self.args()
-        conv.conv_backward(plan, obs, src, w, ys, [b.range() for b in self.dys], [b.range() for b in self.dw],
-                           self.frames, self.layers, self.scratch)
+        conv.conv_backward(plan, obs, src, w, ys, _ranges(self.dys), _ranges(self.dw), self.frames, self.layers,
+                           self.scratch)
         self.gpu.run(plan)
         return ([self.gpu.read(b).reshape(self.frames, -1) for b in self.dys],
                 [self.gpu.read(b).reshape(l.out_c, -1) for b, l in zip(self.dw, self.layers)])
 
 
-def golden_net(gpu, name, chunk=None):
+def _ranges(items):
+    return [b if isinstance(b, Range) else b.range() for b in items]
+
+
+def golden_net(gpu, name, chunk=None, packed_activations=False):
     c, m = case("conv", name), meta("conv", name)
     layers = conv.conv_layers(m["height"], m["width"], m["channels"])
     ws = [c["w0"], golden("conv")["shared/w1"], golden("conv")["shared/w2"]]
-    return Net(gpu, layers, ws, c["obs"], picture_input(m), m["frames"], chunk), c, m
+    return Net(gpu, layers, ws, c["obs"], picture_input(m), m["frames"], chunk, packed_activations), c, m
 
 
-@pytest.mark.parametrize("name", CASES)
-def test_conv_golden(gpu, name):
-    net, c, m = golden_net(gpu, name)
+@pytest.mark.parametrize("name,packed_activations", [(n, False) for n in CASES] + [
+    ("wide80x60_b3_u8_features", True), ("rgb64_b3_f32_features", True)])
+def test_conv_golden(gpu, name, packed_activations):
+    """packed_activations: ys and dys in one buffer at offsets that are not multiples of 4 floats, which
+    takes the scalar paths of im2col, ReLU and col2im (and binds one buffer as both y and dy)."""
+    net, c, m = golden_net(gpu, name, packed_activations=packed_activations)
     ys = net.forward()
     shape = f"{m['height']}x{m['width']}x{m['channels']} frames={m['frames']}"
     for i, y in enumerate(ys):
