@@ -5,12 +5,13 @@ dispatch-shape rule and the errors for bad shapes and ranges."""
 import numpy as np
 import pytest
 
-from golden.check import assert_close, case, golden, meta
-from trainer.gpu import GPUError, Range
+from golden.check import assert_close, meta
+from golden.runs import ConvNet as Net, cases, conv_case, conv_net
+from trainer.gpu import GPUError
 from trainer.kernels import GPU_MAX_SERIAL, GPU_MIN_INVOCATIONS, HEAVY_WORK, MAX_LOOP, conv
 from trainer.tune import GpuRule, using
 
-CASES = sorted({k.split("/")[0] for k in golden("conv")} - {"shared"})
+CASES = cases("conv")
 
 
 class Pinned:
@@ -24,82 +25,17 @@ class Pinned:
         return family.pin(self.text, shape, self.gpu)
 
 
-def obs_upload(gpu, obs: np.ndarray):
-    """A golden obs array (uint8 rows of whole words, or float32 rows) as the GPU gets it."""
-    return gpu.array(obs.view(np.uint32) if obs.dtype == np.uint8 else obs, "obs")
-
-
 def picture_input(m):
     return conv.PictureInput(bool(m["packed"]), m["row_stride"], m["offset"])
-
-
-class Net:
-    """Buffers of the three convs for `frames` frames: weights, ys, dys, dw; forward and backward plans."""
-
-    def __init__(self, gpu, layers, ws, obs: np.ndarray, src, frames, chunk=None, packed_activations=False):
-        self.gpu, self.layers, self.frames, self.src = gpu, layers, frames, src
-        self.obs = obs_upload(gpu, obs)
-        self.w = [gpu.array(np.ascontiguousarray(w, np.float32), f"w{i}") for i, w in enumerate(ws)]
-        sizes = [frames * l.out_size for l in layers]
-        if packed_activations:  # every ys and dys in one buffer, each one float past a 16-byte boundary
-            offs = np.cumsum([1] + [n + 3 for n in sizes + sizes])
-            act = gpu.buffer(4 * int(offs[-1]), "activations")
-            self.ys = [act.f32(int(offs[i]), n) for i, n in enumerate(sizes)]
-            self.dys = [act.f32(int(offs[3 + i]), n) for i, n in enumerate(sizes)]
-        else:
-            self.ys = [gpu.buffer(4 * n, f"ys{i}") for i, n in enumerate(sizes)]
-            self.dys = [gpu.buffer(4 * n, f"dys{i}") for i, n in enumerate(sizes)]
-        self.dw = [gpu.buffer(4 * l.out_c * l.patch, f"dw{i}") for i, l in enumerate(layers)]
-        self.scratch = conv.ConvScratch(gpu, layers, chunk or conv.conv_chunk(layers, frames))
-
-    def args(self):
-        return self.obs.range(), self.src, _ranges(self.w), _ranges(self.ys)
-
-    def forward(self):
-        plan = self.gpu.plan("conv_forward")
-        conv.conv_forward(plan, *self.args(), self.frames, self.layers, self.scratch)
-        self.gpu.run(plan)
-        return [self.gpu.read(b).reshape(self.frames, -1) for b in self.ys]
-
-    def backward(self, dy_last):
-        self.gpu.upload(self.dys[-1], np.ascontiguousarray(dy_last, np.float32))
-        plan = self.gpu.plan("conv_backward")
-        obs, src, w, ys = self.args()
-        conv.conv_backward(plan, obs, src, w, ys, _ranges(self.dys), _ranges(self.dw), self.frames, self.layers,
-                           self.scratch)
-        self.gpu.run(plan)
-        return ([self.gpu.read(b).reshape(self.frames, -1) for b in self.dys],
-                [self.gpu.read(b).reshape(l.out_c, -1) for b, l in zip(self.dw, self.layers)])
-
-
-def _ranges(items):
-    return [b if isinstance(b, Range) else b.range() for b in items]
-
-
-def golden_net(gpu, name, chunk=None, packed_activations=False):
-    c, m = case("conv", name), meta("conv", name)
-    layers = conv.conv_layers(m["height"], m["width"], m["channels"])
-    ws = [c["w0"], golden("conv")["shared/w1"], golden("conv")["shared/w2"]]
-    return Net(gpu, layers, ws, c["obs"], picture_input(m), m["frames"], chunk, packed_activations), c, m
 
 
 @pytest.mark.parametrize("name,packed_activations", [(n, False) for n in CASES] + [
     ("wide80x60_b3_u8_features", True), ("rgb64_b3_f32_features", True)])
 def test_conv_golden(gpu, name, packed_activations):
-    """packed_activations: ys and dys in one buffer at offsets that are not multiples of 4 floats, which
-    takes the scalar paths of im2col, ReLU and col2im (and binds one buffer as both y and dy)."""
-    net, c, m = golden_net(gpu, name, packed_activations=packed_activations)
-    ys = net.forward()
-    shape = f"{m['height']}x{m['width']}x{m['channels']} frames={m['frames']}"
-    for i, y in enumerate(ys):
-        if f"y{i}" in c:
-            assert_close(f"conv_forward y{i} {name} {shape}", y, c[f"y{i}"], "conv")
-    if not m["backward"]:
-        return
-    dys, dws = net.backward(c["dy_last"])
-    for i in range(3):
-        assert_close(f"conv_backward dpre{i} {name} {shape}", dys[i], c[f"dpre{i}"], "conv_grad")
-        assert_close(f"conv_backward dw{i} {name} {shape}", dws[i], c[f"dw{i}"], "conv_grad")
+    """packed_activations: ys and dys in one buffer at offsets that are not all multiples of 4 floats,
+    which takes the scalar paths of im2col, ReLU and col2im (and binds one buffer as both y and dy)."""
+    for label, got, want, tol in conv_case(gpu, name, packed_activations=packed_activations):
+        assert_close(label, got, want, tol)
 
 
 def test_conv_goldens_cover_the_brief():
@@ -212,7 +148,7 @@ def test_conv_chunked_matches_unchunked(gpu, pin):
 
 def test_conv_deterministic(gpu):
     """Two runs of forward + backward (the default kernel choice, 3 chunks) give the same bits."""
-    net, c, m = golden_net(gpu, "rgb64_b3_f32_features", chunk=1)
+    net, c, m = conv_net(gpu, "rgb64_b3_f32_features", chunk=1)
     runs = [(net.forward(), *net.backward(c["dy_last"])) for _ in range(2)]
     for a, b in zip(runs[0], runs[1]):
         for x, y in zip(a, b):
