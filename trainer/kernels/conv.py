@@ -1,6 +1,6 @@
 """conv.wgsl: the picture encoder's three convolutions, built on the tuned matmul.
 
-    conv_forward        ys[i] = ReLU(conv_i(ys[i−1])), ys[−1] = the picture of each observation row
+    conv_forward        ys[i] = ReLU(conv_i(x_i)), x_0 = the picture of each observation row, x_i = ys[i−1]
     conv_backward       dys[i] → pre-activation gradients in place, dw[i], and dys[i−1] for i ≥ 1
     obs_unpack          uint8 values packed 4 per u32 → float32 ÷ 255
 
@@ -19,7 +19,7 @@ and the backward pass of a layer, last to first,
 The patch matrix is never stored whole: `ConvScratch` holds one chunk's (SCRATCH_BYTES at most;
 a 4096-frame minibatch at 64×64×3 would need ~700 MB), and chunks are whole frames so col2im never
 needs another chunk's patches. The chunk (`conv_chunk`) also keeps every matmul's K within
-lavapipe's loop limit.
+lavapipe's loop limit. The small kernels load and store vec4s where offsets and sizes allow (`wide`).
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from .matmul import matmul_backward_input, matmul_backward_weight, matmul_forwar
 
 CONVS = ((32, 8, 4), (64, 4, 2), (64, 3, 1))  # (filters, kernel, stride) of the three layers
 MIN_PICTURE = 36  # the smallest side the three CONVS leave at least one output place for
-SCRATCH_BYTES = 32 << 20  # the bounded patch matrix: 32 MiB, ~190 frames at 64×64×3
+SCRATCH_BYTES = 32 << 20  # the bounded patch matrix: 32 MiB, 194 frames at 64×64×3
 WG = 64
 MAX_GX = 32768  # workgroups along x; more go to grid y
 
