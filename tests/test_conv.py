@@ -231,21 +231,41 @@ def test_conv_dispatch_shapes_under_the_gpu_rule(gpu):
         assert d.invocations >= GPU_MIN_INVOCATIONS and d.serial <= GPU_MAX_SERIAL, d
 
 
-def test_conv_im2col_pieces(gpu):
-    """A chunk big enough to be heavy but with few patch rows (layer 2 at 64×64, 120 frames) splits each
-    kernel row over several invocations; the patches are the same as numpy's."""
-    layer = conv.conv_layers(64, 64, 3)[2]
-    frames = 120
-    rng = np.random.default_rng(2)
-    x = rng.standard_normal((frames, layer.in_size)).astype(np.float32)
-    xb = gpu.array(x, "x")
-    cols = gpu.buffer(4 * frames * layer.places * layer.patch, "cols")
-    plan = gpu.plan("im2col")
-    conv.conv_im2col(plan, xb.range(), conv.PictureInput(False, layer.in_size), layer, frames, cols.range())
-    assert plan.infos[-1].params["pieces"] > 1
-    gpu.run(plan)
+def _patches_np(x, layer):
+    """numpy im2col: x [B, H, W, C] → [B, places, k·k·C] in (ky, kx, c) order."""
     k, s = layer.kernel, layer.stride
-    xi = x.reshape(frames, layer.in_h, layer.in_w, layer.in_c)
-    want = np.stack([xi[:, oy * s:oy * s + k, ox * s:ox * s + k, :].reshape(frames, -1)
+    return np.stack([x[:, oy * s:oy * s + k, ox * s:ox * s + k, :].reshape(len(x), -1)
                      for oy in range(layer.out_h) for ox in range(layer.out_w)], axis=1)
-    assert np.array_equal(gpu.read(cols).reshape(want.shape), want)
+
+
+@pytest.mark.parametrize("which,frames,packed,offset,cols_at", [
+    (2, 120, False, 0, 0),   # layer 2 at 64×64 over 120 frames: heavy with few rows, kernel rows split in pieces
+    (0, 3, False, 4, 0),     # a 4-channel float picture after 4 features: vec4 loads and stores
+    (0, 3, False, 4, 1),     # the same into patches 1 float past a vec4 boundary: the scalar path
+    (0, 3, True, 5, 0),      # packed uint8 at byte 5: vec4 stores, bytes shifted out of 2 words
+    (0, 3, True, 5, 1),      # packed uint8, scalar path
+])
+def test_conv_im2col(gpu, which, frames, packed, offset, cols_at):
+    """conv_im2col's paths against numpy's patches, bit for bit."""
+    layer = conv.conv_layers(64, 64, 3)[2] if which == 2 else conv.conv_layers(40, 44, 4)[0]
+    rng = np.random.default_rng(2)
+    size = layer.in_size
+    if packed:
+        words = -(-(offset + size) // 4) + 1
+        raw = rng.integers(0, 256, (frames, 4 * words), dtype=np.uint8)
+        x = raw[:, offset:offset + size].astype(np.float32) / np.float32(255)
+        xb, src = gpu.array(raw.view(np.uint32), "x"), conv.PictureInput(True, words, offset)
+    else:
+        stride = offset + size + 4
+        rows = rng.standard_normal((frames, stride)).astype(np.float32)
+        x = rows[:, offset:offset + size]
+        xb, src = gpu.array(rows, "x"), conv.PictureInput(False, stride, offset)
+    n = frames * layer.places * layer.patch
+    cols = gpu.buffer(4 * (n + cols_at), "cols")
+    plan = gpu.plan("im2col")
+    conv.conv_im2col(plan, xb.range(), src, layer, frames, cols.f32(cols_at, n))
+    params = plan.infos[-1].params
+    assert params["wide"] == int(cols_at == 0) and (params["pieces"] > 1) == (which == 2)
+    gpu.run(plan)
+    want = _patches_np(x.reshape(frames, layer.in_h, layer.in_w, layer.in_c), layer)
+    assert np.array_equal(gpu.read(cols)[cols_at:].reshape(want.shape), want)
