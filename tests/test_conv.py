@@ -38,7 +38,7 @@ def test_conv_golden(gpu, name, packed_activations):
         assert_close(label, got, want, tol)
 
 
-def test_conv_goldens_cover_the_brief():
+def test_conv_goldens_cover_the_shapes():
     """Batch 1, 3 and 32; 64×64×3, non-square and one-channel pictures; uint8 and float32 rows, with and
     without features before the picture; gradients on several of them."""
     ms = [meta("conv", n) for n in CASES]
