@@ -196,10 +196,15 @@ VecEnv* vec_create(int total_agents, Dict* kwargs, unsigned int seed, int num_th
             goto fail;
         }
         int size = VEC_ENV_OBS_SIZE(env);
-        if (size < 1 || (n > 1 && size != vec->obs_size)) {
-            snprintf(err, err_len, "env %d has %d observation values per agent (PUF_OBS_SIZE); it "
-                     "must be >= 1 and equal for every env (env 0 has %d)", n - 1, size,
-                     vec->obs_size);
+        if (size < 1) {
+            snprintf(err, err_len, "puf_init left %d observation values per agent (PUF_OBS_SIZE): the "
+                     "env rejected the [env] keys that size its observation (its header says which "
+                     "values it accepts)", size);
+            goto fail;
+        }
+        if (n > 1 && size != vec->obs_size) {
+            snprintf(err, err_len, "env %d has %d observation values per agent (PUF_OBS_SIZE), env 0 "
+                     "has %d; every env of a vecenv needs the same", n - 1, size, vec->obs_size);
             goto fail;
         }
         vec->obs_size = size;
