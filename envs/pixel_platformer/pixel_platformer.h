@@ -64,10 +64,9 @@ static inline int pixplat_floor_div(int a, int b) {
     return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
 }
 
-/* The material seen at a point (tile tx, ty; fx, fy its position within the tile, 0..ONE). */
-static inline int pixplat_material(const PlatformerMap* m, int tx, int ty, int fx, int fy) {
-    if (ty >= m->rows) return PIXPLAT_VOID;
-    switch (platformer_map_tile(m, tx, ty)) {
+/* The material seen at a point of tile c (fx, fy: the point within the tile, 0..ONE). */
+static inline int pixplat_material(char c, int fx, int fy) {
+    switch (c) {
     case '#': return PIXPLAT_SOLID;
     case '=': return fy < PIXPLAT_ONE / 2 ? PIXPLAT_ONEWAY : PIXPLAT_SKY;
     case '^':  /* platformer_touches_spike's box: x in (0.1, 0.9), y in (0.4, 1) of the tile */
@@ -92,30 +91,33 @@ static void platformer_write_obs(Env* env) {
     int hi = (m->rows + PIXPLAT_BELOW_ROWS) * ONE - view_h, lo = hi < 0 ? hi : 0;
     int cam_y = (y0 + y1) / 2 - view_h / 2;
     cam_y = cam_y < lo ? lo : cam_y > hi ? hi : cam_y;
+    /* per column: its tile column (-1: beyond the map's sides, solid), the point within it */
     int col_tx[PIXPLAT_MAX_SIDE], col_fx[PIXPLAT_MAX_SIDE];
-    unsigned char col_player[PIXPLAT_MAX_SIDE];
+    unsigned char col_player[PIXPLAT_MAX_SIDE], mat[PIXPLAT_MAX_SIDE];
     for (int i = 0; i < W; i++) {
         int wx = cam_x + (int)((2LL * i + 1) * num / den);
-        col_tx[i] = pixplat_floor_div(wx, ONE);
-        col_fx[i] = wx - col_tx[i] * ONE;
+        int tx = pixplat_floor_div(wx, ONE);
+        col_fx[i] = wx - tx * ONE;
+        col_tx[i] = tx >= 0 && tx < m->cols ? tx : -1;
         col_player[i] = wx >= x0 && wx < x1;
     }
     for (int j = 0; j < H; j++) {
         int wy = cam_y + (int)((2LL * j + 1) * num / den);
         int ty = pixplat_floor_div(wy, ONE), fy = wy - ty * ONE;
-        int player_row = wy >= y0 && wy < y1;
-        obs_t* row = out + (size_t)j * W * C;
+        const char* tiles = ty >= 0 && ty < m->rows ? m->tiles + (size_t)ty * m->stride : NULL;
         for (int i = 0; i < W; i++) {
-            int mat = player_row && col_player[i] ? PIXPLAT_PLAYER
-                    : pixplat_material(m, col_tx[i], ty, col_fx[i], fy);
-            const unsigned char* color = pixplat_colors[mat];
-            if (C == 1) {
-                row[i] = color[3];
-            } else {
-                row[3 * i] = color[0];
-                row[3 * i + 1] = color[1];
-                row[3 * i + 2] = color[2];
-            }
+            /* the void below the map; solid beyond its sides, empty above (platformer_map_tile) */
+            mat[i] = ty >= m->rows ? PIXPLAT_VOID : col_tx[i] < 0 ? PIXPLAT_SOLID
+                   : tiles == NULL ? PIXPLAT_SKY : pixplat_material(tiles[col_tx[i]], col_fx[i], fy);
+        }
+        if (wy >= y0 && wy < y1) {  /* the player, drawn last */
+            for (int i = 0; i < W; i++) if (col_player[i]) mat[i] = PIXPLAT_PLAYER;
+        }
+        obs_t* row = out + (size_t)j * W * C;
+        if (C == 1) {
+            for (int i = 0; i < W; i++) row[i] = pixplat_colors[mat[i]][3];
+        } else {
+            for (int i = 0; i < W; i++, row += 3) memcpy(row, pixplat_colors[mat[i]], 3);
         }
     }
 }
