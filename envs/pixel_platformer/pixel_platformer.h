@@ -22,8 +22,9 @@
  *     player          RGB (230,  30,  30)  gray  35  its 0.8 x 0.9 box, drawn last
  *
  * env.render() draws the platformer's own wide view; env.agent_view() (envs.play, GIFs) shows
- * the picture. Keys: picture_* as above (each 1..1024 and channels 1 or 3, else the host's error
- * names them), plus the platformer's (frameskip, max_ticks, fail_penalty, level, ...).
+ * the picture. Keys: picture_height and picture_width (whole numbers 1..1024), picture_channels
+ * (1 or 3); other values leave a row of 0 values and creating the envs fails. Plus the
+ * platformer's own keys (frameskip, max_ticks, fail_penalty, level, progress_reward, go_explore).
  */
 #ifndef PIXEL_PLATFORMER_PIXEL_PLATFORMER_H
 #define PIXEL_PLATFORMER_PIXEL_PLATFORMER_H
