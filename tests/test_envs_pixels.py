@@ -165,6 +165,26 @@ def test_pixel_platformer_plays_the_platformers_game(name):
     assert logs[0] == logs[1] and 0 < logs[0]["perf"] < 1 and logs[0]["deaths"] > 0
 
 
+@pytest.mark.parametrize("config", [{}, {"picture_height": 48, "picture_width": 48, "picture_channels": 1},
+                                    {"picture_height": 36, "picture_width": 36, "picture_channels": 1}])
+def test_the_picture_alone_solves_the_level(config):
+    """The scripted policy on the picture (PUF_SCRIPTED_ENV_POLICY: it needs the configured size)
+    reaches the flag from every spawn, down to the smallest picture the trainer takes."""
+    n = 128
+    env = envs.make("pixel_platformer", n, config=config, num_threads=2, seed=3)
+    assert env.has_scripted
+    env.reset()
+    done = np.zeros(n, bool)
+    for _ in range(1000):
+        env.scripted_actions()
+        env.step()
+        done |= env.terminals == 1
+        if done.all():
+            break
+    log = env.log()
+    assert done.all() and log["perf"] == 1.0 and log["deaths"] == 0, log
+
+
 def test_pixel_platformer_frames_by_hand():
     """At the spawn the camera sits on rows 4..19 (a tile is 4 px at 64x64, 3 px at 48x48) and the
     player's left edge 4.5 tiles from the left: its 0.8 x 0.9 box from y 14.1 covers exactly these
@@ -349,7 +369,7 @@ def test_play_gif_shows_the_agents_picture(tmp_path):
     np.testing.assert_array_equal(frame[::4, ::4][:8, :8], np.full((8, 8, 3), 0) + np.array(
         [[WALL if y < 2 or x < 2 else (0, 0, 0) for x in range(8)] for y in range(8)]))
     out = tmp_path / "p.png"
-    res = subprocess.run([sys.executable, "-m", "envs.play", "pixel_platformer_small", "--random", "--png", str(out),
+    res = subprocess.run([sys.executable, "-m", "envs.play", "pixel_platformer_small", "--scripted", "--png", str(out),
                           "--view-scale", "2"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     frame = np.asarray(Image.open(out).convert("RGB"))

@@ -22,7 +22,8 @@
  *     player          RGB (230,  30,  30)  gray  35  its 0.8 x 0.9 box, drawn last
  *
  * env.render() draws the platformer's own wide view; env.agent_view() (envs.play, GIFs) shows
- * the picture. Keys: picture_height and picture_width (whole numbers 1..1024), picture_channels
+ * the picture. Its scripted policy reads only the picture and reaches the flag from every spawn
+ * at 64x64x3, 48x48x1 and 36x36x1. Keys: picture_height and picture_width (whole numbers 1..1024), picture_channels
  * (1 or 3); other values leave a row of 0 values and creating the envs fails. Plus the
  * platformer's own keys (frameskip, max_ticks, fail_penalty, level, progress_reward, go_explore).
  */
@@ -122,5 +123,65 @@ static void platformer_write_obs(Env* env) {
         }
     }
 }
+
+/* ---- A rule-based policy on the picture alone: the platformer's scripted rule (run right; jump
+ * from the ground at a wall, a spike or a pit just ahead) read off the pixels, which shows the
+ * picture holds what the level needs. A policy that needs the picture's configured size is a
+ * PUF_SCRIPTED_ENV_POLICY. ---- */
+
+/* The material of pixel (i, j), or -1 outside the picture. */
+static int pixplat_seen(const Env* env, int i, int j) {
+    if (i < 0 || i >= env->pic_w || j < 0 || j >= env->pic_h) return -1;
+    const obs_t* p = env->agents[0].observations + ((size_t)j * env->pic_w + i) * env->pic_c;
+    for (int k = 0; k < PIXPLAT_MATERIALS; k++) {
+        const unsigned char* c = pixplat_colors[k];
+        if (env->pic_c == 1 ? p[0] == c[3] : p[0] == c[0] && p[1] == c[1] && p[2] == c[2]) return k;
+    }
+    return -1;
+}
+
+static void pixplat_scripted(Env* env, int agent) {
+    float* actions = env->agents[agent].actions;
+    int i0 = env->pic_w, i1 = -1, j0 = env->pic_h, j1 = -1;
+    for (int j = 0; j < env->pic_h; j++) {
+        for (int i = 0; i < env->pic_w; i++) {
+            if (pixplat_seen(env, i, j) != PIXPLAT_PLAYER) continue;
+            i0 = i < i0 ? i : i0; i1 = i > i1 ? i : i1;
+            j0 = j < j0 ? j : j0; j1 = j > j1 ? j : j1;
+        }
+    }
+    actions[0] = (float)PLATFORMER_MOVE_RIGHT;
+    actions[1] = (float)PLATFORMER_VERT_NONE;
+    if (i1 < 0) return;
+    float tile = (float)env->pic_w / (float)PIXPLAT_VIEW_TILES;  /* pixels per tile */
+    int below = (int)ceilf(0.35f * tile);  /* the ground is within 0.1 tile + a pixel of the feet */
+    int on_ground = 0;
+    for (int j = j1 + 1; j <= j1 + below; j++) {
+        for (int i = i0; i <= i1; i++) {
+            int k = pixplat_seen(env, i, j);
+            on_ground |= k == PIXPLAT_SOLID || k == PIXPLAT_ONEWAY;
+        }
+    }
+    /* the next tile column: pixels 0.5 to 1.5 tiles past the player's center (a spike is drawn
+     * 0.1 tile in from each side of its tile, so one column could fall between two) */
+    float center = (float)(i0 + i1 + 1) * 0.5f;
+    int wall = 0, spike = 0, pit = 0;
+    for (int i = (int)(center + 0.5f * tile); i <= (int)(center + 1.5f * tile); i++) {
+        for (int j = j0; j <= j1 + below; j++) {
+            int k = pixplat_seen(env, i, j);
+            wall |= j <= j1 && k == PIXPLAT_SOLID;
+            spike |= k == PIXPLAT_SPIKE;
+        }
+        int floor_seen = 0;  /* looking down: ground first, or a pit */
+        for (int j = j1 + 1; j <= j1 + (int)(4.0f * tile) && !floor_seen; j++) {
+            int k = pixplat_seen(env, i, j);
+            if (k == PIXPLAT_SPIKE || k == PIXPLAT_VOID) break;
+            floor_seen = k == PIXPLAT_SOLID || k == PIXPLAT_ONEWAY;
+        }
+        pit |= !floor_seen;
+    }
+    if (on_ground && (wall || spike || pit)) actions[1] = (float)PLATFORMER_VERT_JUMP;
+}
+#define PUF_SCRIPTED_ENV_POLICY pixplat_scripted
 
 #endif /* PIXEL_PLATFORMER_PIXEL_PLATFORMER_H */
