@@ -196,7 +196,7 @@ class ShmVecEnv:
                                  f"{{name}}, {{seed}}, {{index}}, {{build}}, {{python}} or an [env] key") from None
         return lambda server: [fill(w, server) for w in words]
 
-    def _setup_isolate(self, name_or_path, total_agents, overrides):
+    def _setup_isolate(self, name_or_path, total_agents, overrides, num_threads):
         header = env_header_path(name_or_path)
         self.name, self.header = header.stem, header
         shm_cfg = {k: overrides.pop(k, v) for k, v in SHM_KEYS.items()}
@@ -204,7 +204,7 @@ class ShmVecEnv:
         self.config = VecEnv._merge_config(name_or_path, overrides)
         procs = int(shm_cfg["processes"]) or usable_cpus()
         procs = max(1, min(procs, total_agents))
-        threads = max(1, usable_cpus() // procs)
+        threads = max(1, min(int(num_threads or usable_cpus()), usable_cpus()) // procs)
         exe = shm.build_executable(ISOLATE_SOURCE, name=f"isolate_{header.stem}", openmp=True,
                                    defines=[f'ENV_HEADER="{header}"'], includes=[header.parent])
         pairs = [f"{k}={repr(v) if isinstance(v, float) else v}" for k, v in self.config.items()]
@@ -452,10 +452,13 @@ class ShmVecEnv:
             raise ServerError(f"{self.name}: attached server {s.index} (block {s.name}) {why}; a server the "
                               f"trainer did not start cannot be restarted")
         for attempt in range(MAX_RESTARTS_IN_A_ROW + 1):
-            if s.proc.poll() is None:
+            alive = s.proc.poll() is None
+            if alive:
                 s.proc.kill()
             s.proc.wait()
             line = f"{self.name}: {why}: {self._describe(s)}"
+            if alive:
+                line = line.replace("killed by SIGKILL", "killed (SIGKILL) by the trainer", 1)
             self.faults.append(line)
             print(f"warning: {line}\n  restarting it; its {s.declared} agents' episodes end as truncated",
                   file=sys.stderr, flush=True)
