@@ -32,7 +32,7 @@ SLICE_NS = 200_000_000  # between checks that the parent is alive
 
 class Server:
     def __init__(self, name, num_agents, obs_size, act_sizes, obs_dtype=np.float32, masks=False, picture=None,
-                 log_names=("n",), frameskip=1):
+                 log_names=("n",), frameskip=1, ready=True):
         if "n" not in log_names:
             log_names = (*log_names, "n")
         self.block = b = Block.create(name, num_agents, obs_size, act_sizes, obs_dtype, masks, picture,
@@ -55,6 +55,12 @@ class Server:
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
             if os.getppid() != self._parent:
                 self._on_signal(signal.SIGTERM, None)
+        if ready:
+            self.set_ready()
+
+    def set_ready(self):
+        """Marks the block ready: the trainer maps it from now on (Server(..., ready=False) leaves
+        time to fill the first observations or more of the header first)."""
         self._lib.puf_py_store(self._words + WORD_FLAGS, FLAG_READY)
 
     def _on_signal(self, signum, frame):
@@ -118,9 +124,9 @@ class Server:
 
 class Reacher:
     """The example game: steer a point toward a target in the unit square. Heads: a step in x
-    (3: −, 0, +) and a continuous heading nudge (unused by the physics, rewarded when it points
-    at the target). Observation: position, target, target − position (6 f32). Episodes last
-    `max_steps`; reaching the target (within 0.1) ends one with +1."""
+    and a step in y (3 each: −, 0, +). Observation: position, target, target − position (6 f32);
+    reward: the distance gained, +1 on reaching the target (within 0.1), which ends the episode;
+    after `max_steps` it is truncated."""
 
     OBS, ACTS = 6, (3, 3)
 
