@@ -306,6 +306,7 @@ class ShmVecEnv:
         self.picture = spec["picture"]
         self.frameskip = spec["frameskip"]
         self.num_agents = sum(s.declared for s in self._servers)
+        self._log_carry = np.zeros(len(spec["log_names"]), np.float64)
         self.num_envs = len(self._servers)
 
     @staticmethod
@@ -478,7 +479,9 @@ class ShmVecEnv:
             finally:
                 s.keep = None
                 if old is not None:
+                    self._harvest_log(old)  # episodes that ended before the fault still count
                     old.close()
+                    old = None
             del spec
             self._link(s)
             seed = (s.seed + s.gen * 0x85EBCA6B) & 0xFFFFFFFF
@@ -512,11 +515,10 @@ class ShmVecEnv:
         the total n): {'perf': ..., 'n': episodes}, or {} if none finished."""
         self._live_check()
         names = self.spec["log_names"]
-        total = np.zeros(len(names), np.float64)
+        total, self._log_carry = self._log_carry, np.zeros(len(names), np.float64)
         for s in self._servers:
             if s.block is not None and len(names):
-                total += s.block.log
-                s.block.log[:] = 0
+                self._harvest_log(s.block, total)
         if "n" not in names:
             return {}
         n = total[names.index("n")]
@@ -525,6 +527,13 @@ class ShmVecEnv:
         out = {k: float(v / n) for k, v in zip(names, total) if k != "n"}
         out["n"] = float(n)
         return out
+
+    def _harvest_log(self, block, into=None):
+        """Moves a block's log sums into `into` (default: what the next log() adds in)."""
+        into = self._log_carry if into is None else into
+        log = np.nan_to_num(block.log.astype(np.float64))
+        into += log
+        block.log[:] = 0
 
     def epoch_metrics(self):
         return {**self.log(), "server_restarts": float(self.restarts)}
