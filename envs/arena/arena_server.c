@@ -8,7 +8,7 @@
  * gravity), bump into each other, and each chases its own coin. Heads, in this order:
  *   move (3): left, none, right;   jump (2): no, yes (from the ground);
  *   aim  (1): continuous, the aim angle π·clip(aim, −1, 1) (0 = right, π/2 = up).
- * Every 6 ticks an agent fires along its aim; a shot within 0.2 rad of its coin and within 9
+ * Every 6 ticks an agent fires along its aim; a shot within 0.3 rad of its coin and within 12
  * units collects it (+1), and so does touching it. The coin then respawns elsewhere. A decision
  * spans `frameskip` ticks (30 Hz) with the same action, rewards summed (the server side's frame
  * skip). After `max-steps` decisions the episode is truncated (truncations = 1) and restarts.
@@ -31,8 +31,8 @@
 #define ARENA_SPEED 8.0f
 #define ARENA_JUMP 16.0f
 #define ARENA_RELOAD 6
-#define ARENA_RANGE 9.0f
-#define ARENA_CONE 0.2f
+#define ARENA_RANGE 12.0f
+#define ARENA_CONE 0.3f
 #define ARENA_OBS 16
 #define ARENA_PI 3.14159265f
 

@@ -181,10 +181,11 @@ static inline void puf_wake(uint32_t* addr) {
 }
 
 /* Default spin before sleeping: PUFFER_SHM_SPIN (iterations of a pause instruction; 0 = sleep at
- * once, -1 = never sleep), else 4000 (tens of microseconds). */
+ * once, -1 = never sleep), else 100 (a few microseconds: on busy cores a longer spin only
+ * delays the side it waits for; docs/protocol.md has the measurements). */
 static inline int puf_default_spin(void) {
     const char* s = getenv("PUFFER_SHM_SPIN");
-    return s && *s ? atoi(s) : 4000;
+    return s && *s ? atoi(s) : 100;
 }
 
 /* Waits until *seq != old (returns 1) or timeout_ns passes (returns 0; timeout_ns < 0: forever).
@@ -335,7 +336,8 @@ static inline int puf_server_open(PufServer* s, const char* name, const PufServe
         }
     }
     if (strlen(name) >= sizeof s->name) {
-        snprintf(err, (size_t)err_len, "shared-memory name too long: %s", name);
+        snprintf(err, (size_t)err_len, "shared-memory name too long (%zu bytes, at most %zu)", strlen(name),
+                 sizeof s->name - 1);
         return -1;
     }
     strcpy(s->name, name);
