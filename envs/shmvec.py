@@ -41,10 +41,12 @@ from pathlib import Path
 
 import numpy as np
 
-from . import shm
+from .shm import (CMD_QUIT, CMD_RESET, CMD_STEP, OK, Block, ProtocolError, build_executable, check_supported, native,
+                  shm_exists, shm_unlink)
 from .build import ENVS_DIR
 from .ini import parse_value, read_ini
 from .vecenv import DEFAULT_ENV_KEYS, VecEnv, env_header_path, usable_cpus
+from .vecenv import env_ini_path as header_ini_path
 
 # [env] keys of the shared-memory layer itself (never passed to a C env's puf_init)
 SHM_KEYS = {"isolate": 0, "processes": 0, "timeout": 30.0}
@@ -78,6 +80,11 @@ def server_ini(name_or_path):
         if "command" in read_ini(p).get("env", {}) or "attach" in read_ini(p).get("env", {}):
             return p
     return None
+
+
+def env_ini_path(name_or_path):
+    """envs.env_ini_path: a server env's own ini, else the header env's (vecenv.env_ini_path)."""
+    return server_ini(name_or_path) or header_ini_path(name_or_path)
 
 
 def _signal_exit(signum, frame):
@@ -129,7 +136,7 @@ class ShmVecEnv:
 
     def __init__(self, name_or_path, total_agents, config=None, num_threads=None, seed=0, check_actions=True,
                  num_buffers=1, isolate=False):
-        shm.check_supported()
+        check_supported()
         if not isinstance(total_agents, (int, np.integer)) or total_agents < 1:
             raise ValueError(f"total_agents must be a positive int, got {total_agents!r}")
         self.check_actions = check_actions
@@ -177,7 +184,7 @@ class ShmVecEnv:
                 raise ValueError(f"{ini}: a server env needs [env] command = ... (or attach = names)")
             procs = int(values["processes"]) or 1
             build = values.get("build")
-            exe = shm.build_executable(ini.parent / str(build)) if build else None
+            exe = build_executable(ini.parent / str(build)) if build else None
             self._argv = self._template(str(values["command"]), values, exe, ini)
         self._cwd = ini.parent
         self._make_servers(total_agents, procs)
@@ -205,7 +212,7 @@ class ShmVecEnv:
         procs = int(shm_cfg["processes"]) or usable_cpus()
         procs = max(1, min(procs, total_agents))
         threads = max(1, min(int(num_threads or usable_cpus()), usable_cpus()) // procs)
-        exe = shm.build_executable(ISOLATE_SOURCE, name=f"isolate_{header.stem}", openmp=True,
+        exe = build_executable(ISOLATE_SOURCE, name=f"isolate_{header.stem}", openmp=True,
                                    defines=[f'ENV_HEADER="{header}"'], includes=[header.parent])
         pairs = [f"{k}={repr(v) if isinstance(v, float) else v}" for k, v in self.config.items()]
         self._attach = []
@@ -229,8 +236,8 @@ class ShmVecEnv:
                   f"/puf{os.getpid()}-{self._id}-{s.index}-{s.gen}")
         if self._attach:
             return
-        if shm.shm_exists(s.name):
-            shm.shm_unlink(s.name)  # a stale block of a dead run with the same pid
+        if shm_exists(s.name):
+            shm_unlink(s.name)  # a stale block of a dead run with the same pid
         s.log_path = Path(self._tmp) / f"server{s.index}.{s.gen}.log"
         argv = self._argv(s)
         with open(s.log_path, "wb") as out:
@@ -256,7 +263,7 @@ class ShmVecEnv:
         code = s.proc.poll() if s.proc else None
         tail = self._tail(s)
         return (f"server {s.index} (pid {s.proc.pid if s.proc else '-'}, block {s.name}): {_exit_text(code)}"
-                + (f"; its output ends:\n    " + "\n    ".join(tail.splitlines()[-15:]) if tail else "; no output"))
+                + ("; its output ends:\n    " + "\n    ".join(tail.splitlines()[-15:]) if tail else "; no output"))
 
     def _connect(self, s, expect):
         """Waits for the server's block, maps it, checks it and unlinks its name."""
@@ -266,9 +273,8 @@ class ShmVecEnv:
                 raise ServerError(f"{self.name}: {self._describe(s)}\n  (it exited before its block was ready; "
                                   f"command: {shlex.join(s.argv)})")
             try:
-                b = (shm.Block.attach(s.name, who=f"server {s.index}") if self._attach
-                     else shm.Block.attach_ready(s.name, who=f"server {s.index}"))
-            except shm.ProtocolError as e:
+                b = Block.attach_ready(s.name, who=f"server {s.index}")
+            except ProtocolError as e:
                 raise ServerError(f"{self.name}: {e}") from None
             except FileNotFoundError:
                 b = None
@@ -279,7 +285,7 @@ class ShmVecEnv:
                                   f"{max(self.timeout, 5.0):.0f} s)")
             time.sleep(0.002)
         if not self._attach:
-            shm.shm_unlink(s.name)  # both sides have it mapped: the name is no longer needed
+            shm_unlink(s.name)  # both sides have it mapped: the name is no longer needed
         spec = b.spec()
         if expect is not None:
             for key, want in expect.items():
@@ -323,7 +329,7 @@ class ShmVecEnv:
         self._action_mask = np.ones((n, sum(self.act_sizes)), np.uint8)
         self._act_hi = np.array(self.act_sizes, np.float32)
         self._continuous = self._act_hi == 1
-        mod = shm.native()
+        mod = native()
         self._ffi, self._lib = mod.ffi, mod.lib
         self._links = self._ffi.new("PufLink[]", len(self._servers))
         r = 0
@@ -405,7 +411,7 @@ class ShmVecEnv:
         """Resets every server (a reset command with a per-server seed)."""
         self._live_check()
         base = self._seed if seed is None else int(seed)
-        self._run(0, len(self._servers), shm.CMD_RESET,
+        self._run(0, len(self._servers), CMD_RESET,
                   lambda s: (base + s.index * 0x9E3779B9) & 0xFFFFFFFF)
         return self._observations
 
@@ -422,7 +428,7 @@ class ShmVecEnv:
             np.copyto(self._actions[r0:r1], actions, casting="unsafe")
         if self.check_actions:
             self._validate_actions(r0, r1)
-        self._run(lo, hi, shm.CMD_STEP, lambda s: 0)
+        self._run(lo, hi, CMD_STEP, lambda s: 0)
 
     def _run(self, lo, hi, cmd, arg):
         """Rings servers [lo, hi) with `cmd`, waits for all, restarting any that fails."""
@@ -442,7 +448,7 @@ class ShmVecEnv:
                     self._restart(s, f"did not answer within {self.timeout:g} s")
         for s in self._servers[lo:hi]:
             status = int(s.block.h["status"])
-            if status != shm.OK and cmd in (shm.CMD_STEP, shm.CMD_RESET):
+            if status != OK and cmd in (CMD_STEP, CMD_RESET):
                 raise ServerError(f"{self.name}: server {s.index} answered {cmd} with status {status}: "
                                   f"{s.block.message() or 'no message'}")
 
@@ -485,7 +491,7 @@ class ShmVecEnv:
             del spec
             self._link(s)
             seed = (s.seed + s.gen * 0x85EBCA6B) & 0xFFFFFFFF
-            self._lib.puf_client_ring(self._links + s.index, shm.CMD_RESET, seed)
+            self._lib.puf_client_ring(self._links + s.index, CMD_RESET, seed)
             deadline = time.monotonic() + self.timeout
             while self._lib.puf_client_wait_all(self._links + s.index, 1, SLICE_NS, self.spin, 1):
                 if s.proc.poll() is not None or time.monotonic() > deadline:
@@ -565,7 +571,7 @@ class ShmVecEnv:
             if s.block is not None and s.proc is not None and s.proc.poll() is None and hasattr(self, "_links"):
                 try:
                     if not self._links[s.index].pending:
-                        self._lib.puf_client_ring(self._links + s.index, shm.CMD_QUIT, 0)
+                        self._lib.puf_client_ring(self._links + s.index, CMD_QUIT, 0)
                 except Exception:
                     pass
         deadline = time.monotonic() + 2.0
@@ -583,7 +589,7 @@ class ShmVecEnv:
                 s.block.close()
                 s.block = None
             if s.name and not self._attach:
-                shm.shm_unlink(s.name)
+                shm_unlink(s.name)
         if getattr(self, "_tmp", None):
             import shutil
             shutil.rmtree(self._tmp, ignore_errors=True)

@@ -76,12 +76,7 @@ def env_header_path(name_or_path):
 def env_ini_path(name_or_path):
     """envs/<name>/<name>.ini for a built-in name. For a header path: the .ini beside it, else
     PufferLib's layout (ocean/<name>/<name>.h with config/<name>.ini a few folders up). The path
-    returned may not exist: such an env then has only the default [env] keys. A server env
-    (envs/shmvec.py: an ini naming a command) is its own ini."""
-    from .shmvec import server_ini
-    ini = server_ini(name_or_path)
-    if ini is not None:
-        return ini
+    returned may not exist: such an env then has only the default [env] keys."""
     header = env_header_path(name_or_path)
     beside = header.with_suffix(".ini")
     if beside.is_file() or not _is_header_path(name_or_path):

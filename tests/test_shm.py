@@ -283,6 +283,29 @@ def test_a_server_that_cannot_start_shows_its_output(tmp_path):
         envs.make(str(ini), 4)
 
 
+def test_attach_to_servers_someone_else_started(tmp_path):
+    exe = shm.build_executable(ROOT / "envs" / "arena" / "arena_server.c")
+    names = [f"/puf-attach-{os.getpid()}-{i}" for i in range(2)]
+    procs = [subprocess.Popen([str(exe), "--agents", "8", "--shm", n, "--max-steps", "4"]) for n in names]
+    try:
+        ini = tmp_path / "attached.ini"
+        ini.write_text(f"[env]\nattach = {names[0]}, {names[1]}\n", encoding="utf-8")
+        for _ in range(500):
+            if all(shm.shm_exists(n) for n in names):
+                break
+            time.sleep(0.01)
+        with envs.make(str(ini), 16) as env:
+            assert env.num_agents == 16 and env.server_pids() == [None, None]
+            env.reset()
+            _random_steps(env, 4)
+            assert env.log()["n"] == 16
+        assert all(shm.shm_exists(n) for n in names)  # not ours to unlink: the servers still serve
+    finally:
+        for p in procs:
+            p.terminate()  # SIGTERM: each server unlinks its own name
+            p.wait(5)
+
+
 _TRAINER_CHILD = """
 import os, sys, time
 sys.path.insert(0, {root!r})
@@ -415,3 +438,17 @@ def test_training_survives_a_killed_server_and_logs_the_restart(tmp_path, gpu, m
     lines = [json.loads(l) for l in Path(out["log"]).read_text(encoding="utf-8").splitlines()]
     restarts = [l["env/server_restarts"] for l in lines if "env/server_restarts" in l]
     assert restarts[-1] == 1 and restarts[0] == 0
+
+
+@pytest.mark.slow
+def test_agents_learn_through_the_arena_servers(tmp_path, gpu, monkeypatch):
+    """A short run on 4 arena servers: coins per episode rise well above the first epochs'."""
+    from trainer import config as config_mod
+    from trainer import run
+    monkeypatch.setenv("PUFFGPU_TUNE", "0")
+    cfg, _ = config_mod.load("arena", {"train.total_timesteps": "400_000", "base.checkpoint_dir": str(tmp_path / "ck"),
+                                       "base.log_dir": str(tmp_path / "logs")})
+    out = run.train("arena", cfg, live=False)
+    lines = [json.loads(l) for l in Path(out["log"]).read_text(encoding="utf-8").splitlines()]
+    scores = [l["env/score"] for l in lines if "env/score" in l]
+    assert scores[-1] > 2 * scores[0], scores

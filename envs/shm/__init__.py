@@ -31,7 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import build as _build
+from ..build import (ENVS_DIR, STRICT_FLAGS, EnvBuildError, _compiler, _compiler_version, _file_digest, _gnu_link_flags,
+                     _hash_parts, cache_dir, explain_build_errors, openmp_flags, parse_depfile, split_command)
 from ..atomic import atomic_write
 
 SHM_DIR = Path(__file__).resolve().parent
@@ -360,12 +361,12 @@ def native():
     import importlib.util
 
     import cffi
-    cc = _build._compiler()
-    flags = ["-O2", "-fPIC", "-Wno-unused-function"] + _build.split_command(os.environ.get("PUFFGPU_CFLAGS", ""))
+    cc = _compiler()
+    flags = ["-O2", "-fPIC", "-Wno-unused-function"] + split_command(os.environ.get("PUFFGPU_CFLAGS", ""))
     ext = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    key = _digest([HEADER_FILE], [*cc, _build._compiler_version(cc), *flags, ext, sys.version, cffi.__version__, CDEF])
+    key = _digest([HEADER_FILE], [*cc, _compiler_version(cc), *flags, ext, sys.version, cffi.__version__, CDEF])
     modname = f"_puf_shm_{key}"
-    out = _build.cache_dir() / f"{modname}{ext}"
+    out = cache_dir() / f"{modname}{ext}"
     if not out.is_file():
         out.parent.mkdir(parents=True, exist_ok=True)
         ffi = cffi.FFI()
@@ -377,11 +378,11 @@ def native():
                 ffi.emit_c_code(str(c_file))
             so = Path(tmp) / out.name
             py_include = sysconfig.get_paths()["include"]
-            cmd = [*cc, *flags, f"-I{SHM_DIR}", f"-I{py_include}", str(c_file), *_build._gnu_link_flags(sys.platform),
+            cmd = [*cc, *flags, f"-I{SHM_DIR}", f"-I{py_include}", str(c_file), *_gnu_link_flags(sys.platform),
                    "-o", str(so)]
             res = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", errors="replace")
             if res.returncode:
-                raise _build.EnvBuildError(f"compiling the shared-memory helper failed:\n{res.stderr[-3000:]}\n"
+                raise EnvBuildError(f"compiling the shared-memory helper failed:\n{res.stderr[-3000:]}\n"
                                            f"command: {shlex.join(cmd)}", res.stderr)
             os.replace(so, out)
     loader = importlib.machinery.ExtensionFileLoader(modname, str(out))
@@ -398,21 +399,21 @@ def build_executable(source, name=None, defines=(), includes=(), openmp=False):
     flags, like the env modules."""
     check_supported()
     source = Path(source).resolve()
-    cc = _build._compiler()
-    flags = ["-O3", "-fno-strict-aliasing", "-Wno-unused-function", *_build.STRICT_FLAGS]
+    cc = _compiler()
+    flags = ["-O3", "-fno-strict-aliasing", "-Wno-unused-function", *STRICT_FLAGS]
     if openmp:
-        flags += _build.openmp_flags(cc)
-    flags += [f"-D{d}" for d in defines] + [f"-I{i}" for i in (*includes, _build.ENVS_DIR)]
-    flags += _build.split_command(os.environ.get("PUFFGPU_CFLAGS", ""))
+        flags += openmp_flags(cc)
+    flags += [f"-D{d}" for d in defines] + [f"-I{i}" for i in (*includes, ENVS_DIR)]
+    flags += split_command(os.environ.get("PUFFGPU_CFLAGS", ""))
     stem = name or source.stem
     stem = "".join(c if c.isalnum() else "_" for c in stem)
-    config = _build._hash_parts([source, *cc, _build._compiler_version(cc), *flags])[:16]
-    cache = _build.cache_dir()
+    config = _hash_parts([source, *cc, _compiler_version(cc), *flags])[:16]
+    cache = cache_dir()
     manifest = cache / f"_exe_{stem}_{config}.json"
     try:
         m = json.loads(manifest.read_text(encoding="utf-8"))
         exe = cache / m["exe"]
-        if exe.is_file() and all(_build._file_digest(p) == d for p, d in m["deps"].items()):
+        if exe.is_file() and all(_file_digest(p) == d for p, d in m["deps"].items()):
             return exe
     except (OSError, ValueError, KeyError):
         pass
@@ -422,12 +423,12 @@ def build_executable(source, name=None, defines=(), includes=(), openmp=False):
         cmd = [*cc, *flags, "-MD", "-MF", str(dep), str(source), "-o", str(out), "-lm"]
         res = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", errors="replace")
         if res.returncode:
-            shown, where = _build.explain_build_errors(res.stderr)
-            raise _build.EnvBuildError(f"compiling {source} failed" + (f" at {where}" if where else "")
+            shown, where = explain_build_errors(res.stderr)
+            raise EnvBuildError(f"compiling {source} failed" + (f" at {where}" if where else "")
                                        + f" (exit {res.returncode}):\n{shown}\ncommand: {shlex.join(cmd)}", res.stderr)
-        deps = [str(Path(d).resolve()) for d in _build.parse_depfile(dep.read_text(encoding="utf-8", errors="surrogateescape"))]
-        digests = {d: _build._file_digest(d) for d in sorted(set(deps) | {str(source)})}
-        content = _build._hash_parts([config, *(f"{p}={d}" for p, d in digests.items())])[:12]
+        deps = [str(Path(d).resolve()) for d in parse_depfile(dep.read_text(encoding="utf-8", errors="surrogateescape"))]
+        digests = {d: _file_digest(d) for d in sorted(set(deps) | {str(source)})}
+        content = _hash_parts([config, *(f"{p}={d}" for p, d in digests.items())])[:12]
         exe = cache / f"{stem}_{config}_{content}"
         os.replace(out, exe)
     atomic_write(manifest, json.dumps({"exe": exe.name, "deps": digests}, indent=1))
