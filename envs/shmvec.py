@@ -525,6 +525,28 @@ class ShmVecEnv:
         for s in self._servers:
             if s.block is not None and len(names):
                 self._harvest_log(s.block, total)
+        return self._averages(total)
+
+    def log_counts(self):
+        """Episodes finished by each server since its log was last read: float32 [processes]
+        (a server is an "env" of this vecenv: num_envs = processes)."""
+        names = self.spec["log_names"]
+        if "n" not in names:
+            return np.zeros(len(self._servers), np.float32)
+        i = names.index("n")
+        return np.array([s.block.log[i] if s.block is not None else 0 for s in self._servers], np.float32)
+
+    def env_log(self, index):
+        """Like log() for server `index` alone (reads and clears only its sums)."""
+        if not 0 <= index < len(self._servers):
+            raise IndexError(f"server index {index} out of range [0, {len(self._servers)})")
+        total = np.zeros(len(self.spec["log_names"]), np.float64)
+        if self._servers[index].block is not None:
+            self._harvest_log(self._servers[index].block, total)
+        return self._averages(total)
+
+    def _averages(self, total):
+        names = self.spec["log_names"]
         if "n" not in names:
             return {}
         n = total[names.index("n")]
