@@ -99,11 +99,13 @@ def shm_benchmarks(args):
         for mode in order:
             cfg = {"isolate": 1, "processes": procs} if mode == "isolate" else None
             rates[mode].append(steps_per_second(name, agents, cpus, args.seconds, cfg, with_env=True)[0])
+    # the ratio of each round's back-to-back pair (both saw about the same load), then the median
+    ratios = [a / b for a, b in zip(rates["isolate"], rates["in-process"])]
     med = {k: float(np.median(v)) for k, v in rates.items()}
     print(f"{name}: {agents} agents, in-process ({cpus} threads): {med['in-process']:,.0f} steps/s; "
-          f"isolate ({procs} server processes): {med['isolate']:,.0f} steps/s; "
-          f"isolate / in-process = {med['isolate'] / med['in-process']:.2f}x "
-          f"(median of {args.rounds} alternating rounds: {', '.join(f'{a / b:.2f}' for a, b in zip(rates['isolate'], rates['in-process']))})")
+          f"isolate ({procs} server processes): {med['isolate']:,.0f} steps/s (medians); "
+          f"isolate / in-process = {float(np.median(ratios)):.2f}x, the median of {args.rounds} back-to-back "
+          f"rounds: {', '.join(f'{r:.2f}' for r in ratios)}")
     with tempfile.TemporaryDirectory() as tmp:
         ini = _bench_ini(tmp, 127, 1397, 8)
         rate, med_t, p90 = _timed(envs.make(ini, 8 * 127, check_actions=False), args.seconds)
