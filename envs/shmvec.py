@@ -45,7 +45,7 @@ from .shm import (CMD_QUIT, CMD_RESET, CMD_STEP, OK, Block, ProtocolError, build
                   shm_exists, shm_unlink)
 from .build import ENVS_DIR
 from .ini import parse_value, read_ini
-from .vecenv import DEFAULT_ENV_KEYS, VecEnv, env_header_path, usable_cpus
+from .vecenv import DEFAULT_ENV_KEYS, VecEnv, env_config, env_header_path, usable_cpus
 from .vecenv import env_ini_path as header_ini_path
 
 # [env] keys of the shared-memory layer itself (never passed to a C env's puf_init)
@@ -206,7 +206,8 @@ class ShmVecEnv:
     def _setup_isolate(self, name_or_path, total_agents, overrides, num_threads):
         header = env_header_path(name_or_path)
         self.name, self.header = header.stem, header
-        shm_cfg = {k: overrides.pop(k, v) for k, v in SHM_KEYS.items()}
+        own = env_config(name_or_path)  # a key the env itself reads stays the env's too
+        shm_cfg = {k: overrides.get(k, v) if k in own else overrides.pop(k, v) for k, v in SHM_KEYS.items()}
         self.timeout = float(shm_cfg["timeout"])
         self.config = VecEnv._merge_config(name_or_path, overrides)
         procs = int(shm_cfg["processes"]) or usable_cpus()
@@ -236,6 +237,7 @@ class ShmVecEnv:
                   f"/puf{os.getpid()}-{self._id}-{s.index}-{s.gen}")
         if self._attach:
             return
+        assert len(s.name) <= 31, s.name  # macOS's limit on shared-memory names
         if shm_exists(s.name):
             shm_unlink(s.name)  # a stale block of a dead run with the same pid
         s.log_path = Path(self._tmp) / f"server{s.index}.{s.gen}.log"
@@ -644,7 +646,9 @@ def make(name_or_path, total_agents, config=None, num_threads=None, seed=0, chec
     if isolate:
         return ShmVecEnv(name_or_path, total_agents, config, num_threads, seed, check_actions, num_buffers,
                          isolate=True)
+    own = env_config(name_or_path)
     for k in SHM_KEYS:
-        config.pop(k, None)
+        if k not in own:  # a C env that reads a key of the same name keeps it
+            config.pop(k, None)
     return VecEnv(name_or_path, total_agents, config=config, num_threads=num_threads, seed=seed,
                   check_actions=check_actions, num_buffers=num_buffers)
