@@ -210,7 +210,9 @@ class ShmVecEnv:
         shm_cfg = {k: overrides.get(k, v) if k in own else overrides.pop(k, v) for k, v in SHM_KEYS.items()}
         self.timeout = float(shm_cfg["timeout"])
         self.config = VecEnv._merge_config(name_or_path, overrides)
-        procs = int(shm_cfg["processes"]) or usable_cpus()
+        # default one server (its envs on OpenMP threads, as in-process; the trainer reads its
+        # arrays in place); more processes confine a crash to fewer agents, at one copy per step
+        procs = int(shm_cfg["processes"]) or 1
         procs = max(1, min(procs, total_agents))
         threads = max(1, min(int(num_threads or usable_cpus()), usable_cpus()) // procs)
         exe = build_executable(ISOLATE_SOURCE, name=f"isolate_{header.stem}", openmp=True,
@@ -323,9 +325,17 @@ class ShmVecEnv:
 
     def _bind(self, num_buffers):
         n, k = self.num_agents, len(self.act_sizes)
-        self._observations = np.zeros((n, self.obs_size), self.obs_dtype)
+        # One server: the trainer reads its observations and rewards in place (views of the block,
+        # replaced by the new block's after a restart). More: one copy per array per server into
+        # contiguous arrays, as the rows of several blocks cannot form one numpy array.
+        self._zero_copy = len(self._servers) == 1
+        self._retired = []  # blocks of restarted servers that views may still point into
+        if self._zero_copy:
+            self._observations, self._rewards = self._servers[0].block.observations, self._servers[0].block.rewards
+        else:
+            self._observations = np.zeros((n, self.obs_size), self.obs_dtype)
+            self._rewards = np.zeros(n, np.float32)
         self._actions = np.zeros((n, k), np.float32)
-        self._rewards = np.zeros(n, np.float32)
         self._terminals = np.zeros(n, np.float32)
         self._truncations = np.zeros(n, np.float32)
         self._action_mask = np.ones((n, sum(self.act_sizes)), np.uint8)
@@ -356,8 +366,8 @@ class ShmVecEnv:
         s.keep = [s.block.address]
         l.base = ffi.cast("unsigned char*", s.keep[0])
         l.actions = ptr(self._actions, "float*")
-        l.observations = ptr(self._observations, "void*")
-        l.rewards = ptr(self._rewards, "float*")
+        l.observations = ffi.NULL if self._zero_copy else ptr(self._observations, "void*")  # NULL: read in place
+        l.rewards = ffi.NULL if self._zero_copy else ptr(self._rewards, "float*")
         l.terminals = ptr(self._terminals, "float*")
         l.truncations = ptr(self._truncations, "float*")
         l.masks = ptr(self._action_mask, "unsigned char*")
@@ -368,6 +378,9 @@ class ShmVecEnv:
 
     @property
     def observations(self):
+        """[N, D]: with one server process a view of its block, read in place (a new view after a
+        restart: read the property each step rather than keeping the array); with more, the
+        trainer's own copy."""
         return self._observations
 
     @property
@@ -488,9 +501,14 @@ class ShmVecEnv:
                 s.keep = None
                 if old is not None:
                     self._harvest_log(old)  # episodes that ended before the fault still count
-                    old.close()
+                    if self._zero_copy:  # views of it may be alive: unmapped at close()
+                        self._retired.append(old)
+                    else:
+                        old.close()
                     old = None
             del spec
+            if self._zero_copy:
+                self._observations, self._rewards = s.block.observations, s.block.rewards
             self._link(s)
             seed = (s.seed + s.gen * 0x85EBCA6B) & 0xFFFFFFFF
             self._lib.puf_client_ring(self._links + s.index, CMD_RESET, seed)
@@ -607,6 +625,9 @@ class ShmVecEnv:
             except subprocess.TimeoutExpired:
                 s.proc.kill()
                 s.proc.wait()
+        self._observations = self._rewards = None  # possibly views of the blocks
+        for b in getattr(self, "_retired", []):
+            b.close()
         for s in self._servers:
             s.keep = None
             if s.block is not None:

@@ -389,6 +389,9 @@ def test_isolation_turns_a_crash_into_a_restart(mode, text):
         for _ in range(30):
             env.step()
         assert env.restarts == 2  # step 12, then 12 steps after the restart
+        # one process: the observations are read in place, from the newest server's block
+        assert np.shares_memory(env.observations, env._servers[0].block.observations)
+        assert (env.observations[:, 0] == 6 / 100).all()  # step 30 = 6 steps into the third server's life
         assert text in env.faults[0] and f"crashy: crash_mode {mode} at step 12" in env.faults[0]
         assert env.log()["perf"] == 1.0
     finally:

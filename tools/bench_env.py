@@ -93,19 +93,20 @@ def shm_benchmarks(args):
     print(f"machine: {cpus} usable CPUs, load average {load[0]}; env-only, no GPU")
     name, agents = args.env or "platformer", args.agents or 1024
     procs = args.processes or cpus
-    rates = {"in-process": [], "isolate": []}
-    for r in range(args.rounds):
-        order = ("in-process", "isolate") if r % 2 == 0 else ("isolate", "in-process")
-        for mode in order:
-            cfg = {"isolate": 1, "processes": procs} if mode == "isolate" else None
-            rates[mode].append(steps_per_second(name, agents, cpus, args.seconds, cfg, with_env=True)[0])
-    # the ratio of each round's back-to-back pair (both saw about the same load), then the median
-    ratios = [a / b for a, b in zip(rates["isolate"], rates["in-process"])]
-    med = {k: float(np.median(v)) for k, v in rates.items()}
-    print(f"{name}: {agents} agents, in-process ({cpus} threads): {med['in-process']:,.0f} steps/s; "
-          f"isolate ({procs} server processes): {med['isolate']:,.0f} steps/s (medians); "
-          f"isolate / in-process = {float(np.median(ratios)):.2f}x, the median of {args.rounds} back-to-back "
-          f"rounds: {', '.join(f'{r:.2f}' for r in ratios)}")
+    modes = {"in-process": None, "isolate, 1 process": {"isolate": 1, "processes": 1},
+             f"isolate, {procs} processes": {"isolate": 1, "processes": procs}}
+    rates = {m: [] for m in modes}
+    for r in range(args.rounds):  # each round measures every mode back to back, in rotating order
+        names = list(modes)
+        for mode in names[r % len(names):] + names[:r % len(names)]:
+            rates[mode].append(steps_per_second(name, agents, cpus, args.seconds, modes[mode], with_env=True)[0])
+    base = rates["in-process"]
+    print(f"{name}: {agents} agents, in-process ({cpus} threads): {float(np.median(base)):,.0f} steps/s (median)")
+    for mode in list(modes)[1:]:
+        # the ratio within each round (both saw about the same machine load), then the median
+        ratios = [a / b for a, b in zip(rates[mode], base)]
+        print(f"{name}: {agents} agents, {mode}: {float(np.median(rates[mode])):,.0f} steps/s; / in-process = "
+              f"{float(np.median(ratios)):.2f}x (median of {args.rounds} rounds: {', '.join(f'{x:.2f}' for x in ratios)})")
     with tempfile.TemporaryDirectory() as tmp:
         ini = _bench_ini(tmp, 127, 1397, 8)
         rate, med_t, p90 = _timed(envs.make(ini, 8 * 127, check_actions=False), args.seconds)
@@ -136,7 +137,8 @@ def main():
     p.add_argument("--shm", action="store_true", help="in-process vs isolated servers, a DDNet-shaped server "
                    "benchmark and the wait mechanisms' round trips (see above)")
     p.add_argument("--rounds", type=int, default=3, help="--shm: alternating rounds of in-process vs isolate")
-    p.add_argument("--processes", type=int, default=None, help="--shm: server processes for isolate (default: usable CPUs)")
+    p.add_argument("--processes", type=int, default=None, help="--shm: server processes of the second isolate "
+                   "measurement (default: usable CPUs; the first uses 1)")
     p.add_argument("--agents", type=int, default=None, help="total agents (default: the env's .ini [vec] total_agents, else 1024)")
     p.add_argument("--seconds", type=float, default=2.0, help="timed seconds per measurement")
     p.add_argument("--threads", type=int, default=None, help="the 'all threads' count (default: usable CPUs)")

@@ -463,8 +463,8 @@ static inline void puf_server_close(PufServer* s) {
 typedef struct PufLink {
     unsigned char* base;        /* the mapped block */
     const float* actions;       /* trainer's rows [rows][K] */
-    void* observations;         /* trainer's rows [rows][D] */
-    float* rewards;
+    void* observations;         /* trainer's rows [rows][D], or NULL: read in place */
+    float* rewards;             /* or NULL: read in place */
     float* terminals;           /* terminal OR truncated */
     float* truncations;
     unsigned char* masks;       /* [rows][sum act_sizes]; only copied if the server writes masks */
@@ -488,8 +488,10 @@ static inline void puf_client_ring(PufLink* l, uint32_t command, uint64_t arg) {
 static inline void puf_client_copy_out(PufLink* l) {
     PufShmHeader* h = (PufShmHeader*)l->base;
     size_t n = h->num_agents;
-    memcpy(l->observations, l->base + h->off_observations, n * h->obs_size * puf_dtype_size(h->obs_dtype));
-    memcpy(l->rewards, l->base + h->off_rewards, n * 4);
+    /* NULL: the trainer reads that array in place (one server: its arrays are views of the block) */
+    if (l->observations)
+        memcpy(l->observations, l->base + h->off_observations, n * h->obs_size * puf_dtype_size(h->obs_dtype));
+    if (l->rewards) memcpy(l->rewards, l->base + h->off_rewards, n * 4);
     const float* term = (const float*)(l->base + h->off_terminals);
     const float* trunc = (const float*)(l->base + h->off_truncations);
     for (size_t i = 0; i < n; i++) {
