@@ -443,13 +443,16 @@ class ShmVecEnv:
             np.copyto(self._actions[r0:r1], actions, casting="unsafe")
         if self.check_actions:
             self._validate_actions(r0, r1)
-        self._run(lo, hi, CMD_STEP, lambda s: 0)
+        self._run(lo, hi, CMD_STEP, None)
 
     def _run(self, lo, hi, cmd, arg):
         """Rings servers [lo, hi) with `cmd`, waits for all, restarting any that fails."""
         now = time.monotonic()
+        if arg is None:  # the same argument for all: one C call
+            self._lib.puf_client_ring_all(self._links + lo, hi - lo, cmd, 0)
         for s in self._servers[lo:hi]:
-            self._lib.puf_client_ring(self._links + s.index, cmd, arg(s))
+            if arg is not None:
+                self._lib.puf_client_ring(self._links + s.index, cmd, arg(s))
             s.rung_at = now
         while self._lib.puf_client_wait_all(self._links + lo, hi - lo, SLICE_NS, self.spin, 1):
             now = time.monotonic()
@@ -461,7 +464,8 @@ class ShmVecEnv:
                     self._restart(s, "exited")
                 elif now - s.rung_at > self.timeout:
                     self._restart(s, f"did not answer within {self.timeout:g} s")
-        for s in self._servers[lo:hi]:
+        bad = self._lib.puf_client_first_error(self._links + lo, hi - lo)
+        for s in self._servers[lo + max(bad, 0):hi] if bad >= 0 else ():
             status = int(s.block.h["status"])
             if status != OK and cmd in (CMD_STEP, CMD_RESET):
                 raise ServerError(f"{self.name}: server {s.index} answered {cmd} with status {status}: "

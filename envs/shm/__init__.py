@@ -329,6 +329,8 @@ typedef struct PufLink {
     float* truncations; unsigned char* masks; uint32_t seq; int pending;
 } PufLink;
 void puf_client_ring(PufLink* l, uint32_t command, uint64_t arg);
+void puf_client_ring_all(PufLink* links, int n, uint32_t command, uint64_t arg);
+int puf_client_first_error(const PufLink* links, int n);
 void puf_client_copy_out(PufLink* l);
 int puf_client_wait_all(PufLink* links, int n, int64_t timeout_ns, int spin, int copy);
 int puf_py_server_wait(unsigned char* base, uint32_t seen, int64_t timeout_ns, int spin);

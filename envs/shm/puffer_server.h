@@ -484,6 +484,18 @@ static inline void puf_client_ring(PufLink* l, uint32_t command, uint64_t arg) {
     puf_publish(&h->request_seq, l->seq, &h->server_waiting);
 }
 
+/* Rings links[0..n) with the same command (each its own copy of the actions for a step). */
+static inline void puf_client_ring_all(PufLink* links, int n, uint32_t command, uint64_t arg) {
+    for (int i = 0; i < n; i++) puf_client_ring(&links[i], command, arg);
+}
+
+/* The index of the first of links[0..n) whose last reply was not PUF_OK, or -1. */
+static inline int puf_client_first_error(const PufLink* links, int n) {
+    for (int i = 0; i < n; i++)
+        if (((const PufShmHeader*)links[i].base)->status != PUF_OK) return i;
+    return -1;
+}
+
 /* Copies a replied server's arrays into the trainer's rows. */
 static inline void puf_client_copy_out(PufLink* l) {
     PufShmHeader* h = (PufShmHeader*)l->base;
