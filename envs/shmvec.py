@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .shm import (CMD_QUIT, CMD_RESET, CMD_STEP, OK, Block, ProtocolError, build_executable, check_supported, native,
+from .shm import (CMD_LOAD, CMD_QUIT, CMD_RESET, CMD_SAVE, CMD_STEP, OK, PATH_LEN, UNSUPPORTED, Block, ProtocolError, build_executable, check_supported, native,
                   shm_exists, shm_unlink)
 from .build import ENVS_DIR
 from .ini import parse_value, read_ini
@@ -528,6 +528,44 @@ class ShmVecEnv:
             self._terminals[r0:r1] = 1
             self._truncations[r0:r1] = 1
             return
+
+    def save_state(self, path):
+        """Asks every server to save its whole state (the protocol's optional save command) to
+        `<path>.<server index>`; returns those paths. NotImplementedError if a server does not
+        offer it."""
+        return self._state_command(CMD_SAVE, path)
+
+    def load_state(self, path):
+        """Restores what save_state(path) saved: each server reloads its file and writes its
+        observations; the trainer's arrays hold them afterwards."""
+        return self._state_command(CMD_LOAD, path)
+
+    def _state_command(self, cmd, path):
+        self._live_check()
+        paths = [f"{os.fspath(path)}.{s.index}" for s in self._servers]
+        for s, p in zip(self._servers, paths):
+            raw = os.path.abspath(p).encode("utf-8")
+            if len(raw) >= PATH_LEN:
+                raise ValueError(f"state path {p} is longer than the protocol's {PATH_LEN - 1} bytes")
+            s.block.h["path"] = raw
+        now = time.monotonic()
+        self._lib.puf_client_ring_all(self._links, len(self._servers), cmd, 0)
+        for s in self._servers:
+            s.rung_at = now
+        while self._lib.puf_client_wait_all(self._links, len(self._servers), SLICE_NS, self.spin, 1):
+            for s in self._servers:
+                if self._links[s.index].pending and ((s.proc and s.proc.poll() is not None)
+                                                     or time.monotonic() - s.rung_at > self.timeout):
+                    raise ServerError(f"{self.name}: server {s.index} failed during a state command: {self._describe(s)}")
+        what = "save" if cmd == CMD_SAVE else "load"
+        for s in self._servers:
+            status = int(s.block.h["status"])
+            if status == UNSUPPORTED:
+                raise NotImplementedError(f"{self.name}: server {s.index} does not offer the {what}-state command")
+            if status != OK:
+                raise ServerError(f"{self.name}: server {s.index} could not {what} its state: "
+                                  f"{s.block.message() or 'no message'}")
+        return paths
 
     def _validate_actions(self, r0=0, r1=None):
         a = self._actions[r0:r1]

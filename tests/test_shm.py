@@ -195,6 +195,29 @@ def test_c_server_arena_steps_logs_and_cleans_up():
         env.close()
 
 
+def test_save_and_load_state_through_the_protocol(tmp_path):
+    with envs.make("arena", 32, config={"processes": 2}, seed=1) as env:
+        env.reset()
+        _random_steps(env, 5)
+        paths = env.save_state(tmp_path / "state")
+        assert [Path(p).is_file() for p in paths] == [True, True]
+        rng = np.random.default_rng(7)
+        _random_steps(env, 10, rng)
+        after = env.observations.copy()
+        env.load_state(tmp_path / "state")
+        _random_steps(env, 10, np.random.default_rng(7))
+        np.testing.assert_array_equal(env.observations, after)
+
+
+def test_a_server_without_save_state_says_so(tmp_path, pythonpath):
+    ini = _server_ini(tmp_path, "{python} -m envs.shm.server --agents {agents} --shm {name}", processes=1)
+    with envs.make(str(ini), 2) as env:
+        env.reset()
+        with pytest.raises(NotImplementedError, match="does not offer the save-state command"):
+            env.save_state(tmp_path / "s")
+        env.step()  # still serving
+
+
 def test_same_seed_same_episodes():
     def run():
         with envs.make("arena", 32, config={"processes": 2}, seed=5) as env:

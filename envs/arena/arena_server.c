@@ -12,6 +12,8 @@
  * units collects it (+1), and so does touching it. The coin then respawns elsewhere. A decision
  * spans `frameskip` ticks (30 Hz) with the same action, rewards summed (the server side's frame
  * skip). After `max-steps` decisions the episode is truncated (truncations = 1) and restarts.
+ * It offers the protocol's save/load-state commands (all agents and the RNG, to the file the
+ * trainer names).
  *
  * Observation (16 f32): x, y, vx, vy, on_ground, coin dx, dy, distance, cos and sin of the angle
  * to the coin, shot ready, time left, the nearest two other agents' dx, dy.
@@ -130,6 +132,30 @@ static float arena_tick(ArenaAgent* a, int move, int jump) {
     return r;
 }
 
+/* Save/load state (the protocol's optional commands): the agents and the RNG, raw, behind a
+ * small header that a load checks. Returns 1 on success. */
+static int arena_save(const char* path, const ArenaAgent* world, int agents) {
+    FILE* f = fopen(path, "wb");
+    if (f == NULL) return 0;
+    uint32_t head[3] = {0x41524E41u /* "ARNA" */, (uint32_t)agents, (uint32_t)sizeof(ArenaAgent)};
+    int ok = fwrite(head, sizeof head, 1, f) == 1 && fwrite(&arena_rng, sizeof arena_rng, 1, f) == 1 &&
+             fwrite(world, sizeof(ArenaAgent), (size_t)agents, f) == (size_t)agents;
+    return fclose(f) == 0 && ok;
+}
+
+static int arena_load(const char* path, ArenaAgent* world, int agents) {
+    FILE* f = fopen(path, "rb");
+    if (f == NULL) return 0;
+    uint32_t head[3];
+    unsigned int rng;
+    int ok = fread(head, sizeof head, 1, f) == 1 && head[0] == 0x41524E41u && head[1] == (uint32_t)agents &&
+             head[2] == (uint32_t)sizeof(ArenaAgent) && fread(&rng, sizeof rng, 1, f) == 1 &&
+             fread(world, sizeof(ArenaAgent), (size_t)agents, f) == (size_t)agents;
+    fclose(f);
+    if (ok) arena_rng = rng;
+    return ok;
+}
+
 int main(int argc, char** argv) {
     int agents = 64, frameskip = 3, per_arena = 8, max_steps = 256;
     unsigned int seed = 1;
@@ -184,7 +210,26 @@ int main(int argc, char** argv) {
             puf_server_reply(&srv, PUF_OK);
             continue;
         }
-        if (cmd != PUF_CMD_STEP) {  /* save/load state: not offered by this server */
+        if (cmd == PUF_CMD_SAVE || cmd == PUF_CMD_LOAD) {
+            int ok = cmd == PUF_CMD_SAVE ? arena_save(srv.h->path, world, agents)
+                                         : arena_load(srv.h->path, world, agents);
+            if (ok && cmd == PUF_CMD_LOAD) {
+                for (int i = 0; i < agents; i++) {
+                    int lo = i / per_arena * per_arena, hi = lo + per_arena > agents ? agents : lo + per_arena;
+                    arena_observe(world, lo, hi, i, max_steps, obs + (size_t)i * ARENA_OBS);
+                    srv.rewards[i] = srv.terminals[i] = srv.truncations[i] = 0.0f;
+                }
+            }
+            if (!ok) {
+                char msg[PUF_SHM_MESSAGE_LEN];
+                snprintf(msg, sizeof msg, "%s state %.200s failed", cmd == PUF_CMD_SAVE ? "saving" : "loading",
+                         srv.h->path);
+                puf_server_message(&srv, msg);
+            }
+            puf_server_reply(&srv, ok ? PUF_OK : PUF_FAILED);
+            continue;
+        }
+        if (cmd != PUF_CMD_STEP) {
             puf_server_reply(&srv, PUF_UNSUPPORTED);
             continue;
         }
