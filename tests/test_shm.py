@@ -3,6 +3,7 @@ and in Python (Reacher), faults (kill -9, a hang, a crash inside an isolated C e
 headers, and no /dev/shm block left behind by any test (the autouse fixture checks)."""
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -26,8 +27,18 @@ pytestmark = pytest.mark.skipif(shm.supported() is not None or not Path("/dev/sh
                                 reason="POSIX shared memory with /dev/shm (Linux)")
 
 
+_PIDS = {os.getpid()}  # this process and the trainer processes the tests start
+
+
 def _blocks():
-    return {p.name for p in Path("/dev/shm").iterdir() if p.name.startswith("puf")}
+    """Blocks of this test session (names carry the creating trainer's pid), so that other
+    processes' blocks on the same machine do not count."""
+    out = set()
+    for p in Path("/dev/shm").iterdir():
+        m = re.match(r"puf-?(?:test-|attach-)?(\d+)-", p.name)
+        if m and int(m[1]) in _PIDS:
+            out.add(p.name)
+    return out
 
 
 @pytest.fixture(autouse=True)
@@ -344,6 +355,7 @@ while True:
 def test_no_leak_or_orphan_after_sigkill_of_the_trainer():
     child = subprocess.Popen([sys.executable, "-c", _TRAINER_CHILD.format(root=str(ROOT))], stdout=subprocess.PIPE,
                              text=True)
+    _PIDS.add(child.pid)
     pids = [int(p) for p in child.stdout.readline().split()]
     assert len(pids) == 2
     time.sleep(0.2)
@@ -359,6 +371,7 @@ def test_no_leak_or_orphan_after_sigkill_of_the_trainer():
 def test_sigterm_of_the_trainer_stops_its_servers():
     child = subprocess.Popen([sys.executable, "-c", _TRAINER_CHILD.format(root=str(ROOT))], stdout=subprocess.PIPE,
                              text=True)
+    _PIDS.add(child.pid)
     pids = [int(p) for p in child.stdout.readline().split()]
     child.terminate()
     assert child.wait(10) == -signal.SIGTERM
