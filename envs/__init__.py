@@ -9,8 +9,9 @@ See envs/vecenv.py for the API, envs/pufferenv.h for the C contract, and
 """
 
 from .ini import read_ini
-from .vecenv import (DEFAULT_ENV_KEYS, VecEnv, env_config, env_header_path, env_headers, env_ini_path, list_envs,
-                     make)
+from .vecenv import DEFAULT_ENV_KEYS, VecEnv, env_config, env_header_path, env_headers, list_envs
+# make: an in-process VecEnv, or servers over shared memory; env_ini_path knows server envs' inis
+from .shmvec import ShmVecEnv, env_ini_path, make
 
-__all__ = ["DEFAULT_ENV_KEYS", "VecEnv", "env_config", "env_header_path", "env_ini_path",
+__all__ = ["DEFAULT_ENV_KEYS", "ShmVecEnv", "VecEnv", "env_config", "env_header_path", "env_ini_path",
            "env_headers", "list_envs", "make", "read_ini"]
