@@ -260,6 +260,13 @@ class PolicySpec:
                 "obs_dtype": self.obs_dtype}
 
     @classmethod
+    def for_env(cls, env, hidden: int, layers: int) -> "PolicySpec":
+        """The spec of a policy for `env` (a vecenv: obs_size, act_sizes, obs_dtype and picture, which is
+        (height, width, channels) or None)."""
+        return cls(env.obs_size, hidden, layers, tuple(env.act_sizes), picture=getattr(env, "picture", None),
+                   obs_dtype=getattr(env, "obs_dtype", "float32"))
+
+    @classmethod
     def from_meta(cls, meta: dict) -> "PolicySpec":
         """The spec a sidecar describes (one written before pictures existed has neither picture nor obs_dtype)."""
         pic = meta.get("picture")
@@ -301,6 +308,25 @@ def pack_mask(mask: np.ndarray, spec: PolicySpec, out: np.ndarray | None = None)
         out = np.zeros((N, MASK_BITS * W), np.uint8)
     np.not_equal(mask, 0, out=out[:, :spec.A].view(bool))
     return np.packbits(out, axis=-1, bitorder="little").view("<u4")  # bit j of word w = column 32·w + j
+
+
+def pack_obs(obs: np.ndarray, spec: PolicySpec, stride: int | None = None) -> np.ndarray:
+    """Observation rows [rows, D] → the GPU's u32 words [rows, stride]: uint8 values packed 4 per word,
+    little-endian (value i = byte i%4 of word i/4), or float32 values one per word; zero padding up to
+    `stride` words (default spec.obs_words)."""
+    obs = np.asarray(obs)
+    stride = spec.obs_words if stride is None else stride
+    if obs.ndim != 2 or obs.shape[1] != spec.obs_size:
+        raise ValueError(f"observations must have shape (rows, {spec.obs_size}), got {obs.shape}")
+    if spec.packed:
+        if obs.dtype != np.uint8:
+            raise ValueError(f"this policy takes uint8 observations (obs_dtype uint8), got {obs.dtype}")
+        out = np.zeros((obs.shape[0], 4 * stride), np.uint8)
+        out[:, :spec.obs_size] = obs
+        return out.view("<u4")
+    out = np.zeros((obs.shape[0], stride), np.float32)
+    out[:, :spec.obs_size] = obs
+    return out.view("<u4")
 
 
 def init_weights(spec: PolicySpec, seed: int) -> np.ndarray:
