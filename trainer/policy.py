@@ -21,17 +21,12 @@ from __future__ import annotations
 import numpy as np
 
 from .gpu import GPU, Buffer, GPUError, Plan, Range
+from .kernels.conv import ConvScratch, PictureInput, conv_backward, conv_chunk, conv_forward, conv_layers, obs_unpack
 from .kernels.matmul import matmul_backward_input, matmul_backward_weight, matmul_forward
 from .kernels.mingru import mingru_scan_backward, mingru_scan_forward, mingru_step
 from .kernels.rollout import rollout_store
 from .kernels.sample import sample_actions
 from .spec import MASK_BITS, PolicySpec, ceil4, init_weights, pack_mask
-
-# Frames per chunk of the conv family's patch scratch: the largest whose biggest patch matrix stays
-# under CONV_SCRATCH_BYTES (64×64×3: 194 frames, 33 MB), so a 4096-frame minibatch never needs the
-# ~700 MB patch matrix of a whole-minibatch im2col.
-CONV_SCRATCH_BYTES = 32 << 20
-
 
 class EncoderScratch:
     """What the encoder needs besides x0 for `rows` observation rows: the unpacked uint8 values it
@@ -45,7 +40,6 @@ class EncoderScratch:
         self.layers, self.ys, self.dys, self.scratch, self.src = [], [], [], None, None
         if not spec.picture:
             return
-        from .kernels.conv import ConvScratch, PictureInput, conv_layers
         self.layers = conv_layers(*spec.picture)
         limit = gpu.limits["max-storage-buffer-binding-size"]
         for i, l in enumerate(self.layers):
@@ -57,8 +51,8 @@ class EncoderScratch:
         self.ys = [gpu.buffer(4 * rows * l.out_size, f"{label}.conv{i}") for i, l in enumerate(self.layers)]
         if grads:
             self.dys = [gpu.buffer(4 * rows * l.out_size, f"{label}.dconv{i}") for i, l in enumerate(self.layers)]
-        biggest = max(l.places * l.patch for l in self.layers)
-        self.chunk = max(1, min(rows, CONV_SCRATCH_BYTES // (4 * biggest)))
+        # the conv family's bounded patch scratch (32 MiB: ~190 frames at 64×64×3), never a whole minibatch's
+        self.chunk = conv_chunk(self.layers, rows, max_binding=limit)
         self.scratch = ConvScratch(gpu, self.layers, self.chunk)
         self.src = lambda stride: PictureInput(packed=spec.packed, row_stride=stride, offset=spec.features)
 
@@ -88,13 +82,11 @@ def encoder_forward(plan: Plan, p: "Policy", enc: EncoderScratch, obs: Range, ob
     """x0 [rows, H] from observation rows obs [rows, obs_stride] u32 words (see the module docstring)."""
     spec, H, F = p.spec, p.spec.hidden, p.spec.features
     if spec.packed and enc.unpacked:
-        from .kernels.conv import obs_unpack
         obs_unpack(plan, obs, obs_stride, enc.unpacked, enc.feats.range(), enc.ld, rows)
     feats, ldf = (enc.feats.range(), enc.ld) if enc.unpacked else (obs, obs_stride)
     if not spec.picture:
         matmul_forward(plan, feats, p.w("encoder"), x0, rows, H, spec.obs_size, ldx=ldf)
         return plan
-    from .kernels.conv import conv_forward
     conv_forward(plan, obs, enc.src(obs_stride), [p.w(f"encoder.convs.{i}") for i in range(len(enc.layers))],
                  [y.range() for y in enc.ys], rows, enc.layers, enc.scratch)
     lin, co = spec.encoder, spec.conv_out
@@ -118,7 +110,6 @@ def encoder_backward(plan: Plan, p: "Policy", enc: EncoderScratch, obs: Range, o
         if dobs is not None:
             matmul_backward_input(plan, dx0, p.w("encoder"), dobs, rows, spec.obs_size, H)
         return plan
-    from .kernels.conv import conv_backward
     lin, co, n = spec.encoder, spec.conv_out, len(enc.layers)
     if F:
         matmul_backward_weight(plan, dx0, feats, p.grads.f32(lin.offset, lin.size), H, F, rows, ldx=ldf,
