@@ -11,7 +11,8 @@ loads in PufferLib and PufferLib's files load here. Policies that mix discrete a
 (hybrid, puffgpu only) use the same layout rule; their sidecar says `"puffgpu_only": true`. A policy
 for an env with a picture puts encoder.convs.0..2 and encoder.linear where the encoder was (the
 layout of the Rust/WGSL and MLX ports of this trainer); its sidecar records the picture and the
-observation dtype, and a checkpoint for another picture shape is refused naming both. Every file is
+observation dtype (informative: it does not change the shapes), and a checkpoint for another picture
+shape is refused naming both. Every file is
 written to a temporary name, fsynced and renamed, so a crash never leaves a half-written checkpoint
 under the final name; the sidecar is renamed last, so a checkpoint is complete exactly when its
 sidecar exists.
@@ -115,9 +116,11 @@ def load(path: str | Path, spec: PolicySpec, env: str | None = None, with_moment
         raise CheckpointError(f"checkpoint {path} does not exist")
     blob = path.read_bytes()
     meta = read_sidecar(path) or {}
-    want = spec.describe()
+    # the shapes' keys; obs_dtype is recorded but not compared (it says how observations are read, and a
+    # spec built without the env, like a test's or an exporter's, says float32)
+    want = {k: v for k, v in spec.describe().items() if k != "obs_dtype"}
     if meta:
-        found = {k: meta.get(k, want[k] if k == "obs_dtype" else None) for k in want}  # older sidecars: no obs_dtype
+        found = {k: meta.get(k) for k in want}  # sidecars from before pictures: no picture key, None
         if found["picture"] != want["picture"]:
             def shape(p):
                 return "no picture" if not p else "a {}x{}x{} picture (height x width x channels)".format(*p)
