@@ -1,6 +1,6 @@
 """conv.wgsl: the picture encoder's three convolutions, built on the tuned matmul.
 
-    conv_forward        ys[i] = ReLU(conv_i(ys[i−1])), ys[−1] = the picture of each observation row
+    conv_forward        ys[i] = ReLU(conv_i(x_i)), x_0 = the picture of each observation row, x_i = ys[i−1]
     conv_backward       dys[i] → pre-activation gradients in place, dw[i], and dys[i−1] for i ≥ 1
     obs_unpack          uint8 values packed 4 per u32 → float32 ÷ 255
 
@@ -19,19 +19,19 @@ and the backward pass of a layer, last to first,
 The patch matrix is never stored whole: `ConvScratch` holds one chunk's (SCRATCH_BYTES at most;
 a 4096-frame minibatch at 64×64×3 would need ~700 MB), and chunks are whole frames so col2im never
 needs another chunk's patches. The chunk (`conv_chunk`) also keeps every matmul's K within
-lavapipe's loop limit.
+lavapipe's loop limit. The small kernels load and store vec4s where offsets and sizes allow (`wide`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ..gpu import GPUError, Plan, Range
-from . import MAX_LOOP, ceil_div, need
+from . import GPU_MIN_INVOCATIONS, HEAVY_WORK, MAX_LOOP, ceil_div, need
 from .matmul import matmul_backward_input, matmul_backward_weight, matmul_forward
 
 CONVS = ((32, 8, 4), (64, 4, 2), (64, 3, 1))  # (filters, kernel, stride) of the three layers
 MIN_PICTURE = 36  # the smallest side the three CONVS leave at least one output place for
-SCRATCH_BYTES = 32 << 20  # the bounded patch matrix: 32 MiB, ~190 frames at 64×64×3
+SCRATCH_BYTES = 32 << 20  # the bounded patch matrix: 32 MiB, 194 frames at 64×64×3
 WG = 64
 MAX_GX = 32768  # workgroups along x; more go to grid y
 
@@ -150,6 +150,11 @@ class ConvScratch:
         return self.buffer.f32(0, frames * layer.places * layer.patch)
 
 
+def _aligned(r: Range) -> bool:
+    """Whether r starts on a 16-byte boundary (vec4 loads and stores)."""
+    return r.offset % 16 == 0
+
+
 def _grid(total: int) -> tuple[int, int]:
     blocks = max(1, ceil_div(total, WG))
     gx = min(blocks, MAX_GX)
@@ -172,19 +177,36 @@ def conv_im2col(plan: Plan, src: Range, pic: PictureInput, layer: ConvLayer, fra
     need(label, "src", src, (frames - 1) * pic.row_stride + ceil_div(pic.offset + layer.in_size, 4 if pic.packed else 1))
     rows = frames * layer.places
     need(label, "cols", cols, rows * layer.patch)
-    total = rows * layer.kernel
+    # a kernel row's k·in_c values are contiguous in both the picture and the patch: one invocation copies
+    # them all (fewest invocations: lavapipe's pace), split in pieces only where a big chunk would
+    # otherwise keep fewer than GPU_MIN_INVOCATIONS in flight. wide: vec4 stores (and vec4 loads of an
+    # f32 source; a packed one is shifted out of words at any byte alignment)
+    seg = layer.kernel * layer.in_c
+    wide = (seg % 4 == 0 and _aligned(cols) and (pic.packed or (
+        _aligned(src) and pic.row_stride % 4 == 0 and pic.offset % 4 == 0 and layer.in_c % 4 == 0)))
+    unit = 4 if wide else 1
+    pieces = 1
+    while (rows * layer.kernel * pieces < GPU_MIN_INVOCATIONS and pieces * unit < seg
+           and rows * layer.patch >= HEAVY_WORK):
+        pieces *= 2
+    piece = ceil_div(ceil_div(seg, pieces), unit) * unit
+    pieces = ceil_div(seg, piece)
+    total = rows * layer.kernel * pieces
     k = plan.gpu.kernel("conv.wgsl", "conv_im2col", WG=WG)
     params = dict(_layer_params(layer, frames), total=total, packed=int(pic.packed), row_stride=pic.row_stride,
-                  offset=pic.offset)
-    return plan.add(k, _grid(total), params, src=src, cols=cols).note(
-        invocations=total, serial=layer.kernel * layer.in_c, work=rows * layer.patch)
+                  offset=pic.offset, piece=piece, pieces=pieces, wide=int(wide))
+    return plan.add(k, _grid(total), params, src=src, src4=src, cols=cols, cols4=cols).note(
+        invocations=total, serial=ceil_div(piece, unit), work=rows * layer.patch)
 
 
 def conv_relu(plan: Plan, y: Range, count: int):
     """y[0:count] = max(y, 0) in place."""
     need(f"conv_relu count={count}", "y", y, count)
+    wide = count % 4 == 0 and _aligned(y)
+    total = count // 4 if wide else count
     k = plan.gpu.kernel("conv.wgsl", "conv_relu", WG=WG)
-    return plan.add(k, _grid(count), dict(total=count), y=y).note(invocations=count, serial=1, work=count)
+    return plan.add(k, _grid(total), dict(total=total, wide=int(wide)), y=y, y4=y).note(
+        invocations=total, serial=1, work=count)
 
 
 def conv_relu_backward(plan: Plan, y: Range, dy: Range, count: int):
@@ -192,21 +214,27 @@ def conv_relu_backward(plan: Plan, y: Range, dy: Range, count: int):
     label = f"conv_relu_backward count={count}"
     need(label, "y", y, count)
     need(label, "dy", dy, count)
+    wide = count % 4 == 0 and _aligned(y) and _aligned(dy)
+    total = count // 4 if wide else count
     k = plan.gpu.kernel("conv.wgsl", "conv_relu_backward", WG=WG)
-    return plan.add(k, _grid(count), dict(total=count), y=y, dy=dy).note(invocations=count, serial=1, work=count)
+    return plan.add(k, _grid(total), dict(total=total, wide=int(wide)), y=y, dy=dy, y4=y, dy4=dy).note(
+        invocations=total, serial=1, work=count)
 
 
 def conv_col2im(plan: Plan, dcols: Range, layer: ConvLayer, frames: int, y: Range, dx: Range):
     """dx [frames, in_size] = [y > 0]·col2im(dcols [frames·places, patch]), y = the layer's (post-ReLU) input."""
     label = f"conv_col2im {layer.label()} frames={frames}"
     need(label, "dcols", dcols, frames * layer.places * layer.patch)
-    total = frames * layer.in_size
-    need(label, "y", y, total)
-    need(label, "dx", dx, total)
+    count = frames * layer.in_size
+    need(label, "y", y, count)
+    need(label, "dx", dx, count)
     cover = ceil_div(layer.kernel, layer.stride) ** 2
+    wide = layer.in_c % 4 == 0 and _aligned(dcols) and _aligned(y) and _aligned(dx)  # 4 channels at a time
+    total = count // 4 if wide else count
     k = plan.gpu.kernel("conv.wgsl", "conv_col2im", WG=WG)
-    return plan.add(k, _grid(total), dict(_layer_params(layer, frames), total=total), dcols=dcols, y=y, dy=dx).note(
-        invocations=total, serial=cover, work=total * cover)
+    return plan.add(k, _grid(total), dict(_layer_params(layer, frames), total=total, wide=int(wide)),
+                    dcols=dcols, y=y, dy=dx, dcols4=dcols, y4=y, dy4=dx).note(
+        invocations=total, serial=cover, work=count * cover)
 
 
 def obs_unpack(plan: Plan, obs: Range, row_stride_words: int, count: int, out: Range, ld_out: int, frames: int):
