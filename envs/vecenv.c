@@ -382,9 +382,12 @@ void vec_set_mouse(float x, float y, int buttons) {
 }
 
 /* An env may ship a rule-based policy on its observation (for demos and tests) by defining
- * PUF_SCRIPTED_POLICY as a function void f(const obs_t* obs, float* actions). */
+ * PUF_SCRIPTED_POLICY as a function void f(const obs_t* obs, float* actions), or, when reading
+ * the observation needs the env's configuration (a picture drawn at a configured size),
+ * PUF_SCRIPTED_ENV_POLICY as void f(Env* env, int agent), which reads that agent's observation
+ * and writes its actions. */
 int vec_has_scripted(void) {
-#ifdef PUF_SCRIPTED_POLICY
+#if defined(PUF_SCRIPTED_POLICY) || defined(PUF_SCRIPTED_ENV_POLICY)
     return 1;
 #else
     return 0;
@@ -392,11 +395,15 @@ int vec_has_scripted(void) {
 }
 
 void vec_scripted(VecEnv* vec) {
-#ifdef PUF_SCRIPTED_POLICY
+#if defined(PUF_SCRIPTED_POLICY) || defined(PUF_SCRIPTED_ENV_POLICY)
     for (int e = 0; e < vec->num_envs; e++) {
         Env* env = &vec->envs[e];
         for (int a = 0; a < env->num_agents; a++) {
+#ifdef PUF_SCRIPTED_ENV_POLICY
+            PUF_SCRIPTED_ENV_POLICY(env, a);
+#else
             PUF_SCRIPTED_POLICY(env->agents[a].observations, env->agents[a].actions);
+#endif
         }
     }
 #else

@@ -473,7 +473,8 @@ class VecEnv(GoExploreMixin):
         return bool(self._lib.vec_has_scripted())
 
     def scripted_actions(self):
-        """Writes the env's rule-based policy (PUF_SCRIPTED_POLICY) into env.actions."""
+        """Writes the env's rule-based policy (PUF_SCRIPTED_POLICY or PUF_SCRIPTED_ENV_POLICY)
+        into env.actions."""
         if not self.has_scripted:
             raise NotImplementedError(f"{self.name} defines no PUF_SCRIPTED_POLICY")
         self._lib.vec_scripted(self._live())

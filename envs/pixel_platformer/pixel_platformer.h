@@ -22,8 +22,10 @@
  *     player          RGB (230,  30,  30)  gray  35  its 0.8 x 0.9 box, drawn last
  *
  * env.render() draws the platformer's own wide view; env.agent_view() (envs.play, GIFs) shows
- * the picture. Keys: picture_* as above (each 1..1024 and channels 1 or 3, else the host's error
- * names them), plus the platformer's (frameskip, max_ticks, fail_penalty, level, ...).
+ * the picture. Its scripted policy reads only the picture and reaches the flag from every spawn
+ * at 64x64x3, 48x48x1 and 36x36x1. Keys: picture_height and picture_width (whole numbers 1..1024), picture_channels
+ * (1 or 3); other values leave a row of 0 values and creating the envs fails. Plus the
+ * platformer's own keys (frameskip, max_ticks, fail_penalty, level, progress_reward, go_explore).
  */
 #ifndef PIXEL_PLATFORMER_PIXEL_PLATFORMER_H
 #define PIXEL_PLATFORMER_PIXEL_PLATFORMER_H
@@ -64,10 +66,9 @@ static inline int pixplat_floor_div(int a, int b) {
     return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
 }
 
-/* The material seen at a point (tile tx, ty; fx, fy its position within the tile, 0..ONE). */
-static inline int pixplat_material(const PlatformerMap* m, int tx, int ty, int fx, int fy) {
-    if (ty >= m->rows) return PIXPLAT_VOID;
-    switch (platformer_map_tile(m, tx, ty)) {
+/* The material seen at a point of tile c (fx, fy: the point within the tile, 0..ONE). */
+static inline int pixplat_material(char c, int fx, int fy) {
+    switch (c) {
     case '#': return PIXPLAT_SOLID;
     case '=': return fy < PIXPLAT_ONE / 2 ? PIXPLAT_ONEWAY : PIXPLAT_SKY;
     case '^':  /* platformer_touches_spike's box: x in (0.1, 0.9), y in (0.4, 1) of the tile */
@@ -92,32 +93,95 @@ static void platformer_write_obs(Env* env) {
     int hi = (m->rows + PIXPLAT_BELOW_ROWS) * ONE - view_h, lo = hi < 0 ? hi : 0;
     int cam_y = (y0 + y1) / 2 - view_h / 2;
     cam_y = cam_y < lo ? lo : cam_y > hi ? hi : cam_y;
+    /* per column: its tile column (-1: beyond the map's sides, solid), the point within it */
     int col_tx[PIXPLAT_MAX_SIDE], col_fx[PIXPLAT_MAX_SIDE];
-    unsigned char col_player[PIXPLAT_MAX_SIDE];
+    unsigned char col_player[PIXPLAT_MAX_SIDE], mat[PIXPLAT_MAX_SIDE];
     for (int i = 0; i < W; i++) {
         int wx = cam_x + (int)((2LL * i + 1) * num / den);
-        col_tx[i] = pixplat_floor_div(wx, ONE);
-        col_fx[i] = wx - col_tx[i] * ONE;
+        int tx = pixplat_floor_div(wx, ONE);
+        col_fx[i] = wx - tx * ONE;
+        col_tx[i] = tx >= 0 && tx < m->cols ? tx : -1;
         col_player[i] = wx >= x0 && wx < x1;
     }
     for (int j = 0; j < H; j++) {
         int wy = cam_y + (int)((2LL * j + 1) * num / den);
         int ty = pixplat_floor_div(wy, ONE), fy = wy - ty * ONE;
-        int player_row = wy >= y0 && wy < y1;
-        obs_t* row = out + (size_t)j * W * C;
+        const char* tiles = ty >= 0 && ty < m->rows ? m->tiles + (size_t)ty * m->stride : NULL;
         for (int i = 0; i < W; i++) {
-            int mat = player_row && col_player[i] ? PIXPLAT_PLAYER
-                    : pixplat_material(m, col_tx[i], ty, col_fx[i], fy);
-            const unsigned char* color = pixplat_colors[mat];
-            if (C == 1) {
-                row[i] = color[3];
-            } else {
-                row[3 * i] = color[0];
-                row[3 * i + 1] = color[1];
-                row[3 * i + 2] = color[2];
-            }
+            /* the void below the map; solid beyond its sides, empty above (platformer_map_tile) */
+            mat[i] = ty >= m->rows ? PIXPLAT_VOID : col_tx[i] < 0 ? PIXPLAT_SOLID
+                   : tiles == NULL ? PIXPLAT_SKY : pixplat_material(tiles[col_tx[i]], col_fx[i], fy);
+        }
+        if (wy >= y0 && wy < y1) {  /* the player, drawn last */
+            for (int i = 0; i < W; i++) if (col_player[i]) mat[i] = PIXPLAT_PLAYER;
+        }
+        obs_t* row = out + (size_t)j * W * C;
+        if (C == 1) {
+            for (int i = 0; i < W; i++) row[i] = pixplat_colors[mat[i]][3];
+        } else {
+            for (int i = 0; i < W; i++, row += 3) memcpy(row, pixplat_colors[mat[i]], 3);
         }
     }
 }
+
+/* ---- A rule-based policy on the picture alone: the platformer's scripted rule (run right; jump
+ * from the ground at a wall, a spike or a pit just ahead) read off the pixels, which shows the
+ * picture holds what the level needs. A policy that needs the picture's configured size is a
+ * PUF_SCRIPTED_ENV_POLICY. ---- */
+
+/* The material of pixel (i, j), or -1 outside the picture. */
+static int pixplat_seen(const Env* env, int i, int j) {
+    if (i < 0 || i >= env->pic_w || j < 0 || j >= env->pic_h) return -1;
+    const obs_t* p = env->agents[0].observations + ((size_t)j * env->pic_w + i) * env->pic_c;
+    for (int k = 0; k < PIXPLAT_MATERIALS; k++) {
+        const unsigned char* c = pixplat_colors[k];
+        if (env->pic_c == 1 ? p[0] == c[3] : p[0] == c[0] && p[1] == c[1] && p[2] == c[2]) return k;
+    }
+    return -1;
+}
+
+static void pixplat_scripted(Env* env, int agent) {
+    float* actions = env->agents[agent].actions;
+    int i0 = env->pic_w, i1 = -1, j0 = env->pic_h, j1 = -1;
+    for (int j = 0; j < env->pic_h; j++) {
+        for (int i = 0; i < env->pic_w; i++) {
+            if (pixplat_seen(env, i, j) != PIXPLAT_PLAYER) continue;
+            i0 = i < i0 ? i : i0; i1 = i > i1 ? i : i1;
+            j0 = j < j0 ? j : j0; j1 = j > j1 ? j : j1;
+        }
+    }
+    actions[0] = (float)PLATFORMER_MOVE_RIGHT;
+    actions[1] = (float)PLATFORMER_VERT_NONE;
+    if (i1 < 0) return;
+    float tile = (float)env->pic_w / (float)PIXPLAT_VIEW_TILES;  /* pixels per tile */
+    int below = (int)ceilf(0.35f * tile);  /* the ground is within 0.1 tile + a pixel of the feet */
+    int on_ground = 0;
+    for (int j = j1 + 1; j <= j1 + below; j++) {
+        for (int i = i0; i <= i1; i++) {
+            int k = pixplat_seen(env, i, j);
+            on_ground |= k == PIXPLAT_SOLID || k == PIXPLAT_ONEWAY;
+        }
+    }
+    /* the next tile column: pixels 0.5 to 1.5 tiles past the player's center (a spike is drawn
+     * 0.1 tile in from each side of its tile, so one column could fall between two) */
+    float center = (float)(i0 + i1 + 1) * 0.5f;
+    int wall = 0, spike = 0, pit = 0;
+    for (int i = (int)(center + 0.5f * tile); i <= (int)(center + 1.5f * tile); i++) {
+        for (int j = j0; j <= j1 + below; j++) {
+            int k = pixplat_seen(env, i, j);
+            wall |= j <= j1 && k == PIXPLAT_SOLID;
+            spike |= k == PIXPLAT_SPIKE;
+        }
+        int floor_seen = 0;  /* looking down: ground first, or a pit */
+        for (int j = j1 + 1; j <= j1 + (int)(4.0f * tile) && !floor_seen; j++) {
+            int k = pixplat_seen(env, i, j);
+            if (k == PIXPLAT_SPIKE || k == PIXPLAT_VOID) break;
+            floor_seen = k == PIXPLAT_SOLID || k == PIXPLAT_ONEWAY;
+        }
+        pit |= !floor_seen;
+    }
+    if (on_ground && (wall || spike || pit)) actions[1] = (float)PLATFORMER_VERT_JUMP;
+}
+#define PUF_SCRIPTED_ENV_POLICY pixplat_scripted
 
 #endif /* PIXEL_PLATFORMER_PIXEL_PLATFORMER_H */
