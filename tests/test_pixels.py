@@ -320,3 +320,21 @@ def test_blank_picture_trains_without_nan(gpu):
     conv0 = spec.view("encoder.convs.0")
     assert np.array_equal(w[conv0.offset:conv0.offset + conv0.size], w0[conv0.offset:conv0.offset + conv0.size])
     assert not np.array_equal(w, w0)  # the decoder and MinGRU layers still learn
+
+
+# ------------------------------------------------------------------------------------------ dispatch shapes
+
+def test_picture_policy_dispatch_shapes_under_the_gpu_rule(gpu):
+    """The rollout step of 256 agents and a 2048-frame minibatch of a 64×64×3 uint8 policy, with the
+    static GPU choice: every heavy dispatch (convs, unpacking, the two encoder.linear products and
+    the rest) keeps >= 16K invocations in flight and <= 1K serial iterations."""
+    sys.path.insert(0, "tools")
+    from dispatch_report import default_plans, dispatch_rows
+    spec = PolicySpec(obs_size=64 * 64 * 3, hidden=128, layers=4, act_sizes=(3, 3), picture=(64, 64, 3),
+                      obs_dtype="uint8")
+    rows = []
+    for label, plan in default_plans(gpu, True, agents=256, horizon=16, minibatch=2048, spec=spec):
+        rows += dispatch_rows(label, plan)
+    assert sum(r["heavy"] for r in rows) > 100
+    flagged = [r for r in rows if r["heavy"] and r["flags"]]
+    assert not flagged, flagged
