@@ -159,7 +159,8 @@ def policy_picture_case(gpu, name: str, family: str = "policy_picture"):
     policy_forward(plan, policy, act, obs.range(), ro_stride, term.range(), h0r)
     policy_backward(plan, policy, act, obs.range(), ro_stride, term.range(), h0r)
     gpu.run(plan)
-    label = f"{name} picture {'x'.join(map(str, spec.picture))} F={spec.features} {spec.obs_dtype} H={H} L={L} R={R} T={T}"
+    label = (f"{name} picture {'x'.join(map(str, spec.picture))} F={spec.features} {spec.obs_dtype} "
+             f"H={H} L={L} R={R} T={T}")
     out = gpu.read(act.out).reshape(M, act.out_stride)[:, :spec.out]
     checks = [(f"policy_forward out {label}", out, g["out"].reshape(M, spec.out), "picture")]
     grads = unflatten(spec, gpu.read(policy.grads))

@@ -125,7 +125,8 @@ def load(path: str | Path, spec: PolicySpec, env: str | None = None, with_moment
             def shape(p):
                 return "no picture" if not p else "a {}x{}x{} picture (height x width x channels)".format(*p)
             raise CheckpointError(f"{path} was saved for a policy with {shape(found['picture'])} but the run's env "
-                                  f"shows {shape(want['picture'])}: the encoder's shapes differ, so the weights do not fit")
+                                  f"shows {shape(want['picture'])}: the encoder's shapes differ, so the weights do "
+                                  f"not fit")
         if found != want:
             raise CheckpointError(f"{path} was saved for architecture {found} but the run needs {want} "
                                   f"(obs size and heads come from the env, hidden_size/num_layers from [policy])")

@@ -28,6 +28,9 @@ from .kernels.rollout import rollout_store
 from .kernels.sample import sample_actions
 from .spec import MASK_BITS, PolicySpec, ceil4, init_weights, pack_mask
 
+
+# ------------------------------------------------------------------------ encoder: observations → x0
+
 class EncoderScratch:
     """What the encoder needs besides x0 for `rows` observation rows: the unpacked uint8 values it
     multiplies (all D without a picture, the F features with one), the conv outputs (and, for
@@ -45,9 +48,9 @@ class EncoderScratch:
         for i, l in enumerate(self.layers):
             if 4 * rows * l.out_size > limit:
                 raise GPUError(f"{rows} frames of a {'x'.join(map(str, spec.picture))} picture: conv {i}'s output "
-                               f"({l.out_h}x{l.out_w}x{l.out_c} per frame) needs {4 * rows * l.out_size:,} bytes, more "
-                               f"than one binding holds on this adapter ({limit:,}); use a smaller train.minibatch_size "
-                               f"(at most {limit // (4 * l.out_size):,} frames)")
+                               f"({l.out_h}x{l.out_w}x{l.out_c} per frame) needs {4 * rows * l.out_size:,} bytes, "
+                               f"more than one binding holds on this adapter ({limit:,}); use a smaller "
+                               f"train.minibatch_size (at most {limit // (4 * l.out_size):,} frames)")
         self.ys = [gpu.buffer(4 * rows * l.out_size, f"{label}.conv{i}") for i, l in enumerate(self.layers)]
         if grads:
             self.dys = [gpu.buffer(4 * rows * l.out_size, f"{label}.dconv{i}") for i, l in enumerate(self.layers)]
@@ -62,7 +65,8 @@ class EncoderScratch:
 
 
 def buffers_nbytes(*objs) -> int:
-    """Bytes of the GPU buffers held by `objs` (attributes, lists of them, nested scratch objects), each counted once."""
+    """Bytes of the GPU buffers held by `objs` (attributes, lists of them, nested scratch objects), each
+    counted once."""
     seen, total, stack = set(), 0, list(objs)
     while stack:
         o = stack.pop()

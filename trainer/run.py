@@ -239,7 +239,8 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
 
     dash = Dashboard(env.name, gpu.describe(), run_id, epochs * N * T, live=live)
     picture = f" (a {'x'.join(map(str, spec.picture))} picture, {spec.obs_dtype})" if spec.picture else ""
-    dash.message(f"{env.name}: {N} agents, obs {spec.obs_size}{picture}, heads {list(spec.act_sizes)}; policy H={spec.hidden} "
+    dash.message(f"{env.name}: {N} agents, obs {spec.obs_size}{picture}, heads {list(spec.act_sizes)}; "
+                 f"policy H={spec.hidden} "
                  f"L={spec.layers} ({spec.num_floats:,} params); {epochs} epochs of {N * T:,} steps, "
                  f"{learner.num_minibatches} minibatches of {learner.M} each; logs {log_path}")
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=B, thread_name_prefix="env") if B > 1 else InlineExecutor()

@@ -20,8 +20,9 @@ the value; Kc = the number of continuous heads.
 
 The weights are ONE float32 array in PufferLib's checkpoint order and padding: encoder (or, with a
 picture, encoder.convs.0..2 then encoder.linear), decoder, logstd [1, Kc] (only when there is a
-continuous head), MinGRU layers 0..L−1, each tensor zero-padded to a multiple of 8 floats. `PolicySpec.tensors` is that parameter table; the GPU
-buffers of weights, gradients and Muon's momentum all use it.
+continuous head), MinGRU layers 0..L−1, each tensor zero-padded to a multiple of 8 floats.
+`PolicySpec.tensors` is that parameter table; the GPU buffers of weights, gradients and Muon's
+momentum all use it.
 
 Imports numpy only: parsing a config, reading a checkpoint or printing --help never loads wgpu.
 """
@@ -115,7 +116,8 @@ class PolicySpec:
         if self.picture is not None:
             pic = tuple(self.picture)
             if len(pic) != 3 or any(int(v) != v or v < 1 for v in pic):
-                raise ValueError(f"picture must be (height, width, channels), three positive integers, got {self.picture}")
+                raise ValueError(f"picture must be (height, width, channels), three positive integers, "
+                                 f"got {self.picture}")
             pic = tuple(int(v) for v in pic)
             object.__setattr__(self, "picture", pic)
             conv_geometry(*pic)  # too small: a clear error
