@@ -21,6 +21,10 @@ TOLERANCES = {
     "mingru_grad": (1e-4, "gradients carried back through ≤ 64 steps of products of f32 gates"),
     "policy": (1e-5, "f32 matmuls (K ≤ 413) feeding 4 recurrent layers: ~1e-6 of the output scale"),
     "policy_grad": (1e-4, "dW sums ≤ 48 rows of products through 4 layers and 16 steps; d obs through all of them"),
+    "picture": (1e-5, "three f32 convolutions (K ≤ 576) and encoder.linear (K ≤ 1031) feeding the recurrent "
+                      "layers: float32 torch measures ~2e-7 of the output scale"),
+    "picture_grad": (1e-4, "conv weight gradients sum frames × places (≤ 3,375) products through the ReLU masks "
+                           "(pre-activations kept ≥ 2e-5 of their scale from 0); float32 torch measures ≤ 2e-6"),
     "conv": (1e-5, "three convs: f32 dot products of ≤ 576 terms of O(1) values per layer, ~1e-6 of the scale"),
     "conv_grad": (2e-5, "dW sums ≤ 1,200 rows of products (≤ 3 frames × 400 places), ~√1200·2⁻²⁴ ≈ 2e-6 of the "
                         "scale, and dpre carries f32 rounding back through 1–2 layers; pre-activations are ≥ 1e-4 "

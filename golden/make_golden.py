@@ -899,6 +899,224 @@ def conv(gen):
           "[out, k*k*in] in (ky, kx, in) order", cases)
 
 
+# ---------------------------------------------------------------------------------------------- pictures
+# A picture is the last h·w·c values of each observation row (rows from the top, channels last); the
+# F values before it are features. Encoder: three valid convolutions (32@8×8/4, 64@4×4/2, 64@3×3/1, no
+# bias, ReLU each), the last one's output flattened (oy, ox, c), then encoder.linear [H, F + conv_out]
+# on [features, conv output]. Conv weights are kept as the matrices the GPU and Muon see,
+# [out, ky·kx·in] with columns in (ky, kx, in) order; the reference reshapes them to (out, ky, kx, in).
+# uint8 observations are stored as uint8 and scaled by 1/255 (features too).
+#
+# ReLU at exactly 0: a pre-activation whose float64 value is within the GPU's f32 rounding of 0 could
+# fall on the other side there, and one element that does changes a weight gradient by a whole term.
+# So each case draws its weights until every conv pre-activation is at least RELU_MARGIN of its layer's
+# largest away from 0 (pictures are small enough that a few draws suffice).
+
+CONVS = ((32, 8, 4), (64, 4, 2), (64, 3, 1))
+RELU_MARGIN = 2e-5
+
+
+def picture_encoder_ref(w, obs, picture, features, pre=None):
+    """x0 [M, H] from obs rows [M, D] (float64, already scaled); `pre` collects each conv's pre-activations."""
+    import torch.nn.functional as tf
+    h, wd, c = picture
+    M = obs.shape[0]
+    x = obs[:, features:].reshape(M, h, wd, c).permute(0, 3, 1, 2)  # NCHW
+    for i, (out_c, k, stride) in enumerate(CONVS):
+        in_c = x.shape[1]
+        kernel = w[f"encoder.convs.{i}"].reshape(out_c, k, k, in_c).permute(0, 3, 1, 2)
+        z = tf.conv2d(x, kernel, stride=stride)
+        if pre is not None:
+            pre.append(z.detach())
+        x = torch.relu(z)
+    conv = x.permute(0, 2, 3, 1).reshape(M, -1)  # (oy, ox, c)
+    lin = w["encoder.linear"]
+    x0 = conv @ lin[:, features:].T
+    if features:
+        x0 = obs[:, :features] @ lin[:, :features].T + x0
+    return x0
+
+
+def picture_policy_forward_ref(w, obs, h0, terminals, layers, picture, features, pre=None):
+    """Picture encoder → L MinGRU scans → decoder. obs [R,T,D] (scaled float64) → out [R,T,A+1]."""
+    R, T, D = obs.shape
+    x = picture_encoder_ref(w, obs.reshape(R * T, D), picture, features, pre).reshape(R, T, -1)
+    for l in range(layers):
+        c = x @ w[f"mingru.{l}"].T
+        x, _ = mingru_scan_ref(c, x, h0[l], terminals)
+    return x @ w["decoder"].T
+
+
+def picture_obs(gen, shape, dtype):
+    """(what the GPU gets, the scaled float64 the reference uses): uint8 0–255, or float32 in [0, 1]."""
+    if dtype == "uint8":
+        raw = torch.randint(0, 256, shape, generator=gen, dtype=torch.int64).to(torch.uint8)
+        return raw.numpy(), raw.to(torch.float64) / 255
+    x = torch.rand(*shape, generator=gen, dtype=torch.float64).to(torch.float32).to(torch.float64)
+    return f32(x), x
+
+
+def conv_shapes(picture):
+    h, wd, c = picture
+    out = []
+    for out_c, k, s in CONVS:
+        out.append((out_c, k * k * c))
+        h, wd, c = (h - k) // s + 1, (wd - k) // s + 1, out_c
+    return out, h * wd * c
+
+
+def init_picture_policy(gen, picture, F, H, L, A):
+    """Kaiming-uniform √2 for the convs and encoder.linear, 1 for decoder and MinGRU (checkpoint order)."""
+    convs, conv_out = conv_shapes(picture)
+    shapes = {**{f"encoder.convs.{i}": s for i, s in enumerate(convs)}, "encoder.linear": (H, F + conv_out),
+              "decoder": (A + 1, H), **{f"mingru.{l}": (3 * H, H) for l in range(L)}}
+    return {k: rand(gen, *s, scale=(2 ** 0.5 if k.startswith("encoder") else 1.0) / s[1] ** 0.5)
+            for k, s in shapes.items()}
+
+
+def init_picture_policy_away_from_relu_zero(gen, picture, F, H, L, A, obs_flat, tries=200):
+    """init_picture_policy, redrawn until every conv pre-activation on obs_flat [M, D] is at least
+    RELU_MARGIN (relative to its layer's largest) away from 0."""
+    for _ in range(tries):
+        w = init_picture_policy(gen, picture, F, H, L, A)
+        pre = []
+        with torch.no_grad():
+            picture_encoder_ref(w, obs_flat, picture, F, pre)
+        if all(float(z.abs().min()) >= RELU_MARGIN * float(z.abs().max()) for z in pre):
+            return w
+    raise RuntimeError(f"no draw in {tries} keeps every conv pre-activation away from 0; use fewer frames")
+
+
+# (picture (h, w, c), F features, obs dtype, H, L, heads, R rows, T horizon): picture-only and
+# features + picture, uint8 and float32, square and not, one frame (R = T = 1) and frame counts that
+# no chunk or tile divides
+POLICY_PICTURE_CASES = {
+    "u8_64x64x3": ((64, 64, 3), 0, "uint8", 16, 2, (8,), 1, 3),
+    "u8_feat7_48x40x1": ((48, 40, 1), 7, "uint8", 16, 1, (3, 3), 2, 3),
+    "f32_feat5_36x36x2_one": ((36, 36, 2), 5, "float32", 8, 1, (2, 3), 1, 1),
+    "f32_40x44x3_r5": ((40, 44, 3), 0, "float32", 8, 2, (4,), 5, 3),
+}
+
+
+@family
+def policy_picture(gen):
+    """Picture policy forward and backward: out and dW of every tensor (convs as [out, ky·kx·in]) from
+    (out*dout).sum().backward(), for uint8 and float32 observations with and without features."""
+    tensors, cases = {}, {}
+    for name, (picture, F, dtype, H, L, heads, R, T) in POLICY_PICTURE_CASES.items():
+        A = sum(heads)
+        D = F + picture[0] * picture[1] * picture[2]
+        raw, obs = picture_obs(gen, (R, T, D), dtype)
+        w = init_picture_policy_away_from_relu_zero(gen, picture, F, H, L, A, obs.reshape(R * T, D))
+        w = {k: v.requires_grad_() for k, v in w.items()}
+        h0 = rand(gen, L, R, H, scale=0.5)
+        term = rand_terminals(gen, R, T)
+        dout = rand(gen, R, T, A + 1)
+        out = picture_policy_forward_ref(w, obs, h0, term, L, picture, F)
+        (out * dout).sum().backward()
+        tensors[f"{name}/obs"] = raw
+        for key, t in (("h0", h0), ("terminals", term), ("dout", dout), ("out", out)):
+            tensors[f"{name}/{key}"] = f32(t)
+        for k, v in w.items():
+            tensors[f"{name}/w.{k}"] = f32(v)
+            tensors[f"{name}/dw.{k}"] = f32(v.grad)
+        cases[name] = {"picture": list(picture), "features": F, "obs_dtype": dtype, "D": D, "H": H, "L": L,
+                       "act_sizes": list(heads), "R": R, "T": T}
+    write("policy_picture", tensors, "picture policy forward (3 valid ReLU convs on the HWC picture at the end of "
+          "each obs row, encoder.linear on [features, conv output], MinGRU scans with resets from h0, decoder) and "
+          "backward: dw.* from (out*dout).sum().backward(); conv weights as [out, ky*kx*in]; uint8 obs scaled 1/255; "
+          f"every conv pre-activation >= {RELU_MARGIN} of its layer's max away from 0", cases)
+
+
+# (picture, F, obs dtype, H, L, heads, N agents, T, minibatch rows R). After the first update the GPU's
+# weights differ from the reference's by f32 rounding, so later updates need a wider ReLU margin
+# (RELU_MARGIN_LATER) and pictures/frame counts small enough that a draw achieving it exists.
+LEARNER_PICTURE_CASES = {
+    "u8_feat3_36x36x3_2mb": ((36, 36, 3), 3, "uint8", 16, 1, (3, 2), 4, 2, 2),
+    "f32_40x36x1_1mb": ((40, 36, 1), 0, "float32", 8, 2, (4,), 3, 2, 3),
+}
+RELU_MARGIN_LATER = 1e-4
+
+
+def learner_picture_updates(gen, w, obs, h0, term, acts, logp_old, v_old, rewards, dims, cfg, lr):
+    """The consecutive updates of one learner_picture case from weights w: (weights and momentum after
+    each update, stats) or None when some conv pre-activation comes too close to 0."""
+    picture, F, L, heads, N, T, R = dims
+    A = sum(heads)
+    mom = {k: torch.zeros_like(v) for k, v in w.items()}
+    after, all_stats = [], []
+    for m in range(N // R):
+        rows = slice(m * R, m * R + R)
+        flat = slice(m * R * T, (m * R + R) * T)
+        wg = {k: v.clone().requires_grad_() for k, v in w.items()}
+        pre = []
+        out = picture_policy_forward_ref(wg, obs[rows], h0[:, rows], term[rows], L, picture, F, pre).reshape(R * T, -1)
+        margin = RELU_MARGIN if m == 0 else RELU_MARGIN_LATER
+        if any(float(z.abs().min()) < margin * float(z.abs().max()) for z in pre):
+            return None
+        logp, _ = heads_logp_entropy(out[:, :A].detach(), acts[flat], heads)
+        ratio = (logp - logp_old[flat]).exp()
+        adv, ret = advantage_ref(out[:, A].detach().reshape(R, T), rewards[flat].reshape(R, T),
+                                 term[rows], ratio.reshape(R, T), cfg)
+        loss, stats = ppo_loss_ref(out, acts[flat], logp_old[flat], v_old[flat], adv.reshape(-1),
+                                   ret.reshape(-1), heads, cfg)
+        grads = torch.autograd.grad(loss, list(wg.values()))
+        w, mom, norm, clip = muon_ref(w, dict(zip(wg, grads)), mom, lr, cfg)
+        all_stats.append(torch.cat([stats, norm.reshape(1)]))
+        after.append((w, mom))
+    return after, torch.stack(all_stats)
+
+
+@family
+def learner_picture(gen):
+    """End-to-end minibatch updates of a picture policy (as `learner`): forward through the convs, advantage,
+    PPO loss, autograd backward into every conv, Muon on each conv as its [out, ky·kx·in] matrix."""
+    tensors, cases = {}, {}
+    lr = 0.015
+    for name, (picture, F, dtype, H, L, heads, N, T, R) in LEARNER_PICTURE_CASES.items():
+        cfg = dict(LEARN)
+        A = sum(heads)
+        D = F + picture[0] * picture[1] * picture[2]
+        raw, obs = picture_obs(gen, (N, T, D), dtype)
+        h0 = rand(gen, L, N, H, scale=0.5)
+        term = rand_terminals(gen, N, T)
+        acts = torch.stack([torch.randint(0, s, (N * T,), generator=gen) for s in heads], 1).to(torch.float64)
+        noise_logp, noise_v = rand(gen, N * T, scale=0.3), rand(gen, N * T, scale=0.3)
+        rewards = rand(gen, N * T, scale=1.5)
+        for _ in range(500):
+            w = init_picture_policy(gen, picture, F, H, L, A)
+            with torch.no_grad():
+                out0 = picture_policy_forward_ref(w, obs, h0, term, L, picture, F).reshape(N * T, -1)
+            logp0, _ = heads_logp_entropy(out0[:, :A], acts, heads)
+            logp_old = (logp0 + noise_logp).to(torch.float32).to(torch.float64)
+            v_old = (out0[:, A] + noise_v).to(torch.float32).to(torch.float64)
+            res = learner_picture_updates(gen, w, obs, h0, term, acts, logp_old, v_old, rewards,
+                                          (picture, F, L, heads, N, T, R), cfg, lr)
+            if res is not None:
+                break
+        else:
+            raise RuntimeError(f"{name}: no draw keeps the conv pre-activations away from 0; use fewer frames")
+        after, stats = res
+        tensors[f"{name}/obs"] = raw
+        for key, t in (("h0", h0), ("terminals", term), ("actions", acts), ("logprobs", logp_old),
+                       ("values", v_old), ("rewards", rewards)):
+            tensors[f"{name}/{key}"] = f32(t)
+        for k in w:
+            tensors[f"{name}/w0.{k}"] = f32(w[k])
+        for m, (wm, mm) in enumerate(after):
+            for k in wm:
+                tensors[f"{name}/w{m + 1}.{k}"] = f32(wm[k])
+                tensors[f"{name}/momentum{m + 1}.{k}"] = f32(mm[k])
+        tensors[f"{name}/stats"] = f32(stats)
+        cases[name] = {"picture": list(picture), "features": F, "obs_dtype": dtype, "D": D, "H": H, "L": L,
+                       "act_sizes": list(heads), "N": N, "T": T, "R": R, "lr": lr, "minibatches": N // R, **cfg,
+                       "stats": list(STAT_NAMES) + ["grad_norm"]}
+    write("learner_picture", tensors, "end-to-end minibatch updates of a picture policy (conv encoder forward, "
+          "advantage, PPO loss, autograd backward, Muon with each conv as [out, ky*kx*in]) over consecutive "
+          f"minibatches; w{{m}}/momentum{{m}} after update m; conv pre-activations >= {RELU_MARGIN} (first update), "
+          f"{RELU_MARGIN_LATER} (later ones) of their layer's max away from 0", cases)
+
+
 def main(argv):
     names = argv or list(FAMILIES)
     unknown = [n for n in names if n not in FAMILIES]

@@ -16,7 +16,7 @@ from trainer.kernels.ppo import ppo_loss, reduce_logstd_grad, reduce_stats
 from trainer.learner import Learner, LearnerConfig, Muon
 from trainer.metrics import PPO_STATS
 from trainer.policy import Activations, Policy, Rollout, policy_backward, policy_forward
-from trainer.spec import PolicySpec, ceil4, flatten, pack_mask, unflatten
+from trainer.spec import PolicySpec, ceil4, flatten, pack_mask, pack_obs, unflatten
 
 SPLITS = (2, 3, 16)  # split-K checks: chunk edges of the matmul_splitk goldens (see make_golden.py)
 
@@ -130,6 +130,42 @@ def policy_case(gpu, name: str, family: str = "policy"):
     checks += [(f"policy_backward d{t.name} {label}", grads[t.name], g[f"dw.{t.name}"], "policy_grad")
                for t in spec.tensors]
     checks.append((f"policy_backward dobs {label}", gpu.read(dobs), g["dobs"].reshape(M, D), "policy_grad"))
+    return checks
+
+
+def spec_of(m: dict) -> PolicySpec:
+    """The PolicySpec of a golden case's meta (picture and obs dtype where the case has them)."""
+    pic = m.get("picture")
+    return PolicySpec(obs_size=m["D"], hidden=m["H"], layers=m["L"], act_sizes=tuple(m["act_sizes"]),
+                      picture=tuple(pic) if pic else None, obs_dtype=m.get("obs_dtype", "float32"))
+
+
+def policy_picture_case(gpu, name: str, family: str = "policy_picture"):
+    """Picture policy forward and backward (convs, encoder.linear as two products, scans, decoder)
+    against the `policy_picture` goldens; observations as the rollout stores them (uint8 packed)."""
+    g, m = case(family, name), meta(family, name)
+    spec = spec_of(m)
+    R, T, D, L, H = m["R"], m["T"], m["D"], m["L"], m["H"]
+    policy = Policy(gpu, spec, flatten(spec, {k[2:]: v for k, v in g.items() if k.startswith("w.")}))
+    act = Activations(gpu, spec, R, T)
+    M = R * T
+    ro_stride = Rollout.stride_for(spec)
+    obs = gpu.array(pack_obs(g["obs"].reshape(M, D), spec, ro_stride), "obs")
+    term = gpu.array(g["terminals"], "terminals")
+    h0 = gpu.array(g["h0"], "h0")
+    h0r = [h0.f32(l * R * H, R * H) for l in range(L)]
+    gpu.upload(act.dout, pad_rows(g["dout"].reshape(M, spec.out), act.out_stride))
+    plan = gpu.plan(f"policy_picture {name}")
+    policy_forward(plan, policy, act, obs.range(), ro_stride, term.range(), h0r)
+    policy_backward(plan, policy, act, obs.range(), ro_stride, term.range(), h0r)
+    gpu.run(plan)
+    label = (f"{name} picture {'x'.join(map(str, spec.picture))} F={spec.features} {spec.obs_dtype} "
+             f"H={H} L={L} R={R} T={T}")
+    out = gpu.read(act.out).reshape(M, act.out_stride)[:, :spec.out]
+    checks = [(f"policy_forward out {label}", out, g["out"].reshape(M, spec.out), "picture")]
+    grads = unflatten(spec, gpu.read(policy.grads))
+    checks += [(f"policy_backward d{t.name} {label}", grads[t.name], g[f"dw.{t.name}"], "picture_grad")
+               for t in spec.tensors]
     return checks
 
 
@@ -249,11 +285,11 @@ def learner_setup(gpu, name: str, family: str = "learner", masks: bool = True):
     """A Learner over a golden case's rollout (and its mask, if it has one), before any update:
     (golden, meta, spec, policy, learner)."""
     g, m = case(family, name), meta(family, name)
-    spec = PolicySpec(obs_size=m["D"], hidden=m["H"], layers=m["L"], act_sizes=tuple(m["act_sizes"]))
+    spec = spec_of(m)
     N, T, R = m["N"], m["T"], m["R"]
     policy = Policy(gpu, spec, flatten(spec, {t.name: g[f"w0.{t.name}"] for t in spec.tensors}))
     ro = Rollout(gpu, spec, N, T)
-    gpu.upload(ro.obs, pad_rows(g["obs"].reshape(N * T, -1), ro.obs_stride))
+    gpu.upload(ro.obs, pack_obs(g["obs"].reshape(N * T, -1), spec, ro.obs_stride))
     gpu.upload(ro.initial_state, g["h0"])
     for k in ("terminals", "actions", "logprobs", "values", "rewards"):
         gpu.upload(getattr(ro, k), g[k])

@@ -1,12 +1,15 @@
 // rollout.wgsl — store one step of env data into the agent-major rollout buffers.
 //
-//   obs[n·T + t, 0:D] = obs_step[n, 0:D];  obs[n·T + t, D:obs_stride] = 0 (row padding for vec4 loads)
+//   obs[n·T + t, 0:Dw] = obs_step[n, 0:Dw];  obs[n·T + t, Dw:obs_stride] = 0 (row padding)
+//   Observations travel as u32 words and are copied bit for bit: float32 observations one value per
+//   word (Dw = D, rows padded to ceil4(D) for vec4 loads), uint8 observations packed 4 per word,
+//   little-endian (value i = byte i%4 of word i/4; Dw = obs_stride = ceil(D/4)), unpacked where read.
 //   rewards[n·T + t] = rewards_step[n];    terminals[n·T + t] = terminals_step[n]
 //   mask[n·T + t, 0:W] = mask_step[n, 0:W] (when masked = 1: the action mask, one bit per decoder column)
 //   (r_t, d_t beside o_t are the outcome of action a_{t−1}, as PufferLib stores them.)
 //
-// Shapes: obs_step [N, D], rewards_step/terminals_step [N], mask_step [N, W] u32, globals [4] u32 =
-//   (t, rng_step, seed, flags), obs [N·T, obs_stride], rewards/terminals [N·T], mask [N·T, W] u32. N here is the
+// Shapes: obs_step [N, Dw] u32, rewards_step/terminals_step [N], mask_step [N, W] u32, globals [4] u32 =
+//   (t, rng_step, seed, flags), obs [N·T, obs_stride] u32, rewards/terminals [N·T], mask [N·T, W] u32. N here is the
 //   agents of one dispatch (a chunk that fits the adapter's binding size); agent0 is the chunk's
 //   first agent in the step arrays.
 // Bindings: obs_step, rewards_step, terminals_step, mask_step, globals (reads); obs, rewards, terminals,
@@ -14,17 +17,17 @@
 // Dispatch: one invocation per (column, agent): grid (ceil(max(obs_stride, W)/WG), N).
 
 struct Params {
-    N: u32, D: u32, T: u32, obs_stride: u32, agent0: u32, W: u32, masked: u32,
+    N: u32, Dw: u32, T: u32, obs_stride: u32, agent0: u32, W: u32, masked: u32,
     obs_step_off: u32, rewards_step_off: u32, terminals_step_off: u32, mask_step_off: u32, globals_off: u32,
     obs_off: u32, rewards_off: u32, terminals_off: u32, mask_off: u32,
 }
 
-@group(0) @binding(0) var<storage, read> obs_step: array<f32>;
+@group(0) @binding(0) var<storage, read> obs_step: array<u32>;
 @group(0) @binding(1) var<storage, read> rewards_step: array<f32>;
 @group(0) @binding(2) var<storage, read> terminals_step: array<f32>;
 @group(0) @binding(3) var<storage, read> mask_step: array<u32>;
 @group(0) @binding(4) var<storage, read> globals: array<u32>;
-@group(0) @binding(5) var<storage, read_write> obs: array<f32>;
+@group(0) @binding(5) var<storage, read_write> obs: array<u32>;
 @group(0) @binding(6) var<storage, read_write> rewards: array<f32>;
 @group(0) @binding(7) var<storage, read_write> terminals: array<f32>;
 @group(0) @binding(8) var<storage, read_write> mask: array<u32>;
@@ -40,8 +43,8 @@ fn rollout_store(@builtin(global_invocation_id) gid: vec3<u32>) {
     let src = p.agent0 + n;
     let dst = n * p.T + t;
     if (col < p.obs_stride) {
-        var v = 0.0;
-        if (col < p.D) { v = obs_step[p.obs_step_off + src * p.D + col]; }
+        var v = 0u;
+        if (col < p.Dw) { v = obs_step[p.obs_step_off + src * p.Dw + col]; }
         obs[p.obs_off + dst * p.obs_stride + col] = v;
     }
     if (col == 0u) {

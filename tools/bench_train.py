@@ -1,13 +1,18 @@
 """Training throughput: an env's default config for a few epochs, end to end.
 
     python tools/bench_train.py [--epochs 3] [--env platformer] [--section.key value ...]
+    python tools/bench_train.py --env pixel_platformer --epochs 1   # a picture env: SPS and GPU memory
     python tools/bench_train.py --env bandit --env.wait_us 50 --vec.num_threads 1 --buffers 1,2   # 1 vs 2 env buffers
     python tools/bench_train.py --kernels "tuned;matmul=sg8,mingru=vec4"   # the tuner's choice vs pinned kernels
 
 Runs trainer.run's loop (rollout with the GPU policy, env stepping, minibatch updates) with logs
 and checkpoints in a temporary folder. The first epoch (pipeline compilation, warm-up) is not
-counted. Prints SPS and the time split (with 2+ buffers "env" is the time spent waiting for env
-steps that inference did not hide); last line per run `train <env>: <SPS> SPS on <adapter>`.
+counted. Prints SPS, the time split (with 2+ buffers "env" is the time spent waiting for env
+steps that inference did not hide) and the GPU memory the run's buffers hold (policy: weights and
+gradients; rollout: observations — uint8 pictures packed 4 per u32 — and per-step data; inference:
+the per-step plans' scratch, conv outputs included; learner: a minibatch's activations, conv
+outputs and their gradients, the conv patch scratch, Muon's state; total); last line per run
+`train <env>: <SPS> SPS on <adapter>`.
 --buffers runs the same config once per vec.num_buffers value, one after the other in this
 process, and ends with a side-by-side line. bandit's [env] knobs make each env step slow: spin adds
 busy CPU work (10000: ~23 µs), wait_us a sleep (50: ~145 µs with Linux's timer slack); the line
@@ -45,6 +50,14 @@ def env_cost_us(env_name, cfg, agents=64, steps=100):
     return dt / (steps * agents) * 1e6
 
 
+def rollout_obs_bytes(head) -> int:
+    """Bytes of the rollout's observation buffer: agents × horizon × the row's u32 words."""
+    from trainer.policy import Rollout
+    from trainer.spec import PolicySpec
+    spec = PolicySpec.from_meta(head["policy"])
+    return 4 * head["num_agents"] * head["config"]["train"]["horizon"] * Rollout.stride_for(spec)
+
+
 def bench(env_name, cfg, epochs, adapter):
     with tempfile.TemporaryDirectory(prefix="puffgpu-bench-") as tmp:
         cfg["base"]["checkpoint_dir"] = f"{tmp}/checkpoints"
@@ -63,6 +76,10 @@ def bench(env_name, cfg, epochs, adapter):
     print(f"{len(timed)} timed epochs of {epoch_steps:,} steps ({head['num_agents']} agents x "
           f"{cfg['train']['horizon']}, num_buffers {cfg['vec']['num_buffers']}): {secs:.1f} s")
     print("time split: " + ", ".join(f"{k} {v:.0%} ({v * secs / len(timed):.2f} s/epoch)" for k, v in split.items()))
+    mem = head.get("gpu_bytes")
+    if mem:
+        print("gpu memory: " + ", ".join(f"{k} {v / 2 ** 20:,.1f} MiB" for k, v in mem.items())
+              + f" (rollout obs {rollout_obs_bytes(head) / 2 ** 20:,.1f} MiB)", flush=True)
     sps = steps / secs
     print(f"train {Path(env_name).stem}: {sps:,.0f} SPS on {head['adapter']}", flush=True)
     return sps, head["adapter"]

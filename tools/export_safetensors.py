@@ -2,9 +2,12 @@
 
     python tools/export_safetensors.py checkpoints/platformer/<run>/<step>.bin [--out FILE]
     python tools/export_safetensors.py PATH.bin --obs-size 413 --hidden 128 --layers 4 --heads 3,3
-        (for a PufferLib file without a sidecar)
+        (for a PufferLib file without a sidecar; add --picture 64x64x3 for an env with a picture)
 
-Tensors: encoder.weight [H, D], decoder.weight [A+1, H] (every head's columns: logits of a discrete
+Tensors: encoder.weight [H, D] — or, for an env with a picture, encoder.convs.{0,1,2}.weight
+(out, ky, kx, in) = (32, 8, 8, C), (64, 4, 4, 32), (64, 3, 3, 64) and encoder.linear.weight
+[H, F + conv_out] (F features before the picture, then the flattened (oy, ox, c) conv output) —
+decoder.weight [A+1, H] (every head's columns: logits of a discrete
 head, the mean of a continuous one; then the value), decoder.logstd [1, Kc] (only with continuous
 heads: their state-independent log std), mingru.<l>.weight [3H, H] (rows: hidden, gate, highway
 projection). Metadata carries the sidecar.
@@ -25,6 +28,14 @@ from envs.console import safe_console  # noqa: E402
 EXPORT_NAMES = {"logstd": "decoder.logstd"}  # PufferLib keeps logstd with the decoder's weights
 
 
+def export_tensors(spec: PolicySpec, weights) -> dict:
+    """{exported name: array}: `<tensor>.weight` (a conv in its own shape (out, ky, kx, in)), logstd as
+    decoder.logstd."""
+    views = {t.name: t for t in spec.tensors}
+    return {EXPORT_NAMES.get(k, f"{k}.weight"): v.reshape(views[k].export_shape).copy()
+            for k, v in unflatten(spec, weights).items()}
+
+
 def main():
     safe_console()  # a console or pipe that cannot encode a character gets '?'
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -34,14 +45,24 @@ def main():
     ap.add_argument("--hidden", type=int)
     ap.add_argument("--layers", type=int)
     ap.add_argument("--heads", help="comma-separated head sizes, e.g. 3,3 (1 = a continuous head)")
+    ap.add_argument("--picture", help="HEIGHTxWIDTHxCHANNELS of the picture at the end of each observation, "
+                    "e.g. 64x64x3 (default: none)")
+    ap.add_argument("--obs-dtype", default="float32", choices=("float32", "uint8"))
     args = ap.parse_args()
     path = Path(args.checkpoint)
     meta = read_sidecar(path) if path.exists() else None
     try:
         if meta:
-            spec = PolicySpec(meta["obs_size"], meta["hidden_size"], meta["num_layers"], tuple(meta["act_sizes"]))
+            spec = PolicySpec.from_meta(meta)
         elif None not in (args.obs_size, args.hidden, args.layers, args.heads):
-            spec = PolicySpec(args.obs_size, args.hidden, args.layers, tuple(int(h) for h in args.heads.split(",")))
+            picture = None
+            if args.picture:
+                try:
+                    picture = tuple(int(v) for v in args.picture.lower().split("x"))
+                except ValueError:
+                    sys.exit(f"error: --picture {args.picture!r} must be HEIGHTxWIDTHxCHANNELS, e.g. 64x64x3")
+            spec = PolicySpec(args.obs_size, args.hidden, args.layers, tuple(int(h) for h in args.heads.split(",")),
+                              picture=picture, obs_dtype=args.obs_dtype)
         else:
             sys.exit(f"{path} has no sidecar: give --obs-size, --hidden, --layers and --heads")
     except ValueError as e:
@@ -50,7 +71,7 @@ def main():
         weights, meta = load(path, spec)
     except CheckpointError as e:
         sys.exit(f"error: {e}")
-    tensors = {EXPORT_NAMES.get(k, f"{k}.weight"): v.copy() for k, v in unflatten(spec, weights).items()}
+    tensors = export_tensors(spec, weights)
     out = Path(args.out) if args.out else path.with_suffix(".safetensors")
     tmp = out.with_name(f".{out.name}.tmp")
     save_file(tensors, str(tmp), metadata={"puffgpu": json.dumps(meta or spec.describe(), sort_keys=True)})

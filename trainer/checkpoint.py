@@ -1,15 +1,21 @@
 """Checkpoints in PufferLib 5.0's format, with a JSON sidecar that names the architecture.
 
     <checkpoint_dir>/<env>/<run_id>/<global_step:016d>.bin        raw little-endian float32 weights
-    <checkpoint_dir>/<env>/<run_id>/<global_step:016d>.json       sidecar: env, D, H, L, heads, step, config, sha256
+    <checkpoint_dir>/<env>/<run_id>/<global_step:016d>.json       sidecar: env, D, H, L, heads, picture, obs dtype,
+                                                                   step, config, sha256
     <checkpoint_dir>/<env>/<run_id>/<global_step:016d>.momentum      Muon momentum (same layout), for resuming
 
 The .bin is exactly what PufferLib 5.0 reads and writes (tensors in order encoder, decoder, logstd
 for continuous heads, MinGRU layers, each zero-padded to a multiple of 8 floats; no header), so it
 loads in PufferLib and PufferLib's files load here. Policies that mix discrete and continuous heads
-(hybrid, puffgpu only) use the same layout rule; their sidecar says `"puffgpu_only": true`. Every file is written to a temporary name, fsynced and renamed, so a
-crash never leaves a half-written checkpoint under the final name; the sidecar is renamed last,
-so a checkpoint is complete exactly when its sidecar exists.
+(hybrid, puffgpu only) use the same layout rule; their sidecar says `"puffgpu_only": true`. A policy
+for an env with a picture puts encoder.convs.0..2 and encoder.linear where the encoder was (the
+layout of the Rust/WGSL and MLX ports of this trainer); its sidecar records the picture and the
+observation dtype (informative: it does not change the shapes), and a checkpoint for another picture
+shape is refused naming both. Every file is
+written to a temporary name, fsynced and renamed, so a crash never leaves a half-written checkpoint
+under the final name; the sidecar is renamed last, so a checkpoint is complete exactly when its
+sidecar exists.
 
 The momentum file has the weights' size and layout, so it must not end in .bin: a script that
 takes the last *.bin of a run folder would hand it to an evaluator, which loads it without
@@ -110,9 +116,17 @@ def load(path: str | Path, spec: PolicySpec, env: str | None = None, with_moment
         raise CheckpointError(f"checkpoint {path} does not exist")
     blob = path.read_bytes()
     meta = read_sidecar(path) or {}
-    want = spec.describe()
+    # the shapes' keys; obs_dtype is recorded but not compared (it says how observations are read, and a
+    # spec built without the env, like a test's or an exporter's, says float32)
+    want = {k: v for k, v in spec.describe().items() if k != "obs_dtype"}
     if meta:
-        found = {k: meta.get(k) for k in want}
+        found = {k: meta.get(k) for k in want}  # sidecars from before pictures: no picture key, None
+        if found["picture"] != want["picture"]:
+            def shape(p):
+                return "no picture" if not p else "a {}x{}x{} picture (height x width x channels)".format(*p)
+            raise CheckpointError(f"{path} was saved for a policy with {shape(found['picture'])} but the run's env "
+                                  f"shows {shape(want['picture'])}: the encoder's shapes differ, so the weights do "
+                                  f"not fit")
         if found != want:
             raise CheckpointError(f"{path} was saved for architecture {found} but the run needs {want} "
                                   f"(obs size and heads come from the env, hidden_size/num_layers from [policy])")

@@ -47,7 +47,7 @@ class Evaluator:
         meta = ckpt.read_sidecar(path) if path.exists() else None
         hidden = meta["hidden_size"] if meta else cfg["policy"]["hidden_size"]
         layers = meta["num_layers"] if meta else cfg["policy"]["num_layers"]
-        self.spec = PolicySpec(self.env.obs_size, hidden, layers, self.env.act_sizes)
+        self.spec = PolicySpec.for_env(self.env, hidden, layers)
         weights, self.meta = ckpt.load(path, self.spec, env=self.env.name)
         self.path = path
         self.policy = Policy(self.gpu, self.spec, weights)

@@ -109,13 +109,14 @@ class Muon:
 
     def _matrix_groups(self):
         """(first tensor, batch count, batch stride, index) — the L MinGRU layers share a shape and a
-        stride, so their Newton–Schulz matmuls run batched (grid z); encoder, decoder and logstd
-        (a [1, Kc] matrix, as in PufferLib) alone. index = the first tensor's position in the layout."""
+        stride, so their Newton–Schulz matmuls run batched (grid z); encoder (with a picture: each conv
+        as its [out, ky·kx·in] matrix, and encoder.linear), decoder and logstd (a [1, Kc] matrix, as in
+        PufferLib) alone. index = the first tensor's position in the layout."""
         spec = self.spec
         index = {t.name: i for i, t in enumerate(spec.tensors)}
         layers = [spec.mingru(l) for l in range(spec.layers)]
         stride = layers[1].offset - layers[0].offset if len(layers) > 1 else layers[0].size
-        single = [spec.encoder, spec.decoder] + ([spec.logstd] if spec.Kc else [])
+        single = spec.encoders + [spec.decoder] + ([spec.logstd] if spec.Kc else [])
         return [(t, 1, t.size, index[t.name]) for t in single] + [(layers[0], len(layers), stride,
                                                                     index[layers[0].name])]
 

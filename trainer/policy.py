@@ -5,17 +5,127 @@ The architecture and the flat layout are trainer/spec.py's PolicySpec; the weigh
 float32 buffer in that layout (saving a checkpoint is copying it), and the gradients and Muon's
 momentum use the same layout in their own buffers. The kernels are the families in
 trainer/kernels/.
+
+Observations travel and are stored as u32 words: float32 values bit for bit, or uint8 values packed
+4 per word (scaled by 1/255 where a kernel reads them). The encoder (encoder_forward /
+encoder_backward) is the one place that reads them:
+  float32, no picture: encoder matmul straight from the rows (as before pictures existed)
+  uint8, no picture:   obs_unpack → float rows → encoder matmul
+  picture:             conv_forward reads the picture straight from the rows (packed or not);
+                       x0 = features·W[:, :F]ᵀ + conv·W[:, F:]ᵀ, two products into one output of
+                       encoder.linear (the features product only when F > 0; uint8 features unpacked
+                       first, float32 ones read in place)
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .gpu import GPU, Buffer, GPUError, Plan, Range
+from .kernels.conv import ConvScratch, PictureInput, conv_backward, conv_chunk, conv_forward, conv_layers, obs_unpack
 from .kernels.matmul import matmul_backward_input, matmul_backward_weight, matmul_forward
 from .kernels.mingru import mingru_scan_backward, mingru_scan_forward, mingru_step
 from .kernels.rollout import rollout_store
 from .kernels.sample import sample_actions
 from .spec import MASK_BITS, PolicySpec, ceil4, init_weights, pack_mask
+
+
+# ------------------------------------------------------------------------ encoder: observations → x0
+
+class EncoderScratch:
+    """What the encoder needs besides x0 for `rows` observation rows: the unpacked uint8 values it
+    multiplies (all D without a picture, the F features with one), the conv outputs (and, for
+    training, their gradients) and the conv family's bounded patch scratch."""
+
+    def __init__(self, gpu: GPU, spec: PolicySpec, rows: int, grads: bool, label: str):
+        self.unpacked = (spec.features if spec.packed else 0)  # values per row unpacked to float32
+        self.ld = ceil4(self.unpacked)
+        self.feats = gpu.buffer(4 * rows * self.ld, f"{label}.features") if self.unpacked else None
+        self.layers, self.ys, self.dys, self.scratch, self.src = [], [], [], None, None
+        if not spec.picture:
+            return
+        self.layers = conv_layers(*spec.picture)
+        limit = gpu.limits["max-storage-buffer-binding-size"]
+        for i, l in enumerate(self.layers):
+            if 4 * rows * l.out_size > limit:
+                raise GPUError(f"{rows} frames of a {'x'.join(map(str, spec.picture))} picture: conv {i}'s output "
+                               f"({l.out_h}x{l.out_w}x{l.out_c} per frame) needs {4 * rows * l.out_size:,} bytes, "
+                               f"more than one binding holds on this adapter ({limit:,}); use a smaller "
+                               f"train.minibatch_size (at most {limit // (4 * l.out_size):,} frames)")
+        self.ys = [gpu.buffer(4 * rows * l.out_size, f"{label}.conv{i}") for i, l in enumerate(self.layers)]
+        if grads:
+            self.dys = [gpu.buffer(4 * rows * l.out_size, f"{label}.dconv{i}") for i, l in enumerate(self.layers)]
+        # the conv family's bounded patch scratch (32 MiB: ~190 frames at 64×64×3), never a whole minibatch's
+        self.chunk = conv_chunk(self.layers, rows, max_binding=limit)
+        self.scratch = ConvScratch(gpu, self.layers, self.chunk)
+        self.src = lambda stride: PictureInput(packed=spec.packed, row_stride=stride, offset=spec.features)
+
+    @property
+    def nbytes(self) -> int:
+        return buffers_nbytes(self)
+
+
+def buffers_nbytes(*objs) -> int:
+    """Bytes of the GPU buffers held by `objs` (attributes, lists of them, nested scratch objects), each
+    counted once."""
+    seen, total, stack = set(), 0, list(objs)
+    while stack:
+        o = stack.pop()
+        if id(o) in seen or o is None:
+            continue
+        seen.add(id(o))
+        if isinstance(o, Buffer):
+            total += o.nbytes
+        elif isinstance(o, (list, tuple)):
+            stack.extend(o)
+        elif hasattr(o, "__dict__") and not isinstance(o, (GPU, Plan, type)):
+            stack.extend(v for k, v in vars(o).items() if k not in ("gpu", "policy", "rollout", "spec"))
+    return total
+
+
+def encoder_forward(plan: Plan, p: "Policy", enc: EncoderScratch, obs: Range, obs_stride: int, rows: int, x0: Range):
+    """x0 [rows, H] from observation rows obs [rows, obs_stride] u32 words (see the module docstring)."""
+    spec, H, F = p.spec, p.spec.hidden, p.spec.features
+    if spec.packed and enc.unpacked:
+        obs_unpack(plan, obs, obs_stride, enc.unpacked, enc.feats.range(), enc.ld, rows)
+    feats, ldf = (enc.feats.range(), enc.ld) if enc.unpacked else (obs, obs_stride)
+    if not spec.picture:
+        matmul_forward(plan, feats, p.w("encoder"), x0, rows, H, spec.obs_size, ldx=ldf)
+        return plan
+    conv_forward(plan, obs, enc.src(obs_stride), [p.w(f"encoder.convs.{i}") for i in range(len(enc.layers))],
+                 [y.range() for y in enc.ys], rows, enc.layers, enc.scratch)
+    lin, co = spec.encoder, spec.conv_out
+    if F:
+        matmul_forward(plan, feats, p.w("encoder.linear"), x0, rows, H, F, ldx=ldf, ldw=lin.cols)
+    matmul_forward(plan, enc.ys[-1].range(), p.weights.f32(lin.offset + F, lin.size - F), x0, rows, H, co,
+                   ldw=lin.cols, accumulate=F > 0)
+    return plan
+
+
+def encoder_backward(plan: Plan, p: "Policy", enc: EncoderScratch, obs: Range, obs_stride: int, rows: int,
+                     dx0: Range, dobs: Range | None = None):
+    """The encoder's weight gradients (overwritten) from dx0 [rows, H]; dobs [rows, D] only for float
+    observations without a picture (the picture's own gradient is never needed)."""
+    spec, H, F = p.spec, p.spec.hidden, p.spec.features
+    feats, ldf = (enc.feats.range(), enc.ld) if enc.unpacked else (obs, obs_stride)
+    if dobs is not None and (spec.picture or spec.packed):
+        raise GPUError("policy_backward: d obs exists only for float32 observations without a picture")
+    if not spec.picture:
+        matmul_backward_weight(plan, dx0, feats, p.g("encoder"), H, spec.obs_size, rows, ldx=ldf)
+        if dobs is not None:
+            matmul_backward_input(plan, dx0, p.w("encoder"), dobs, rows, spec.obs_size, H)
+        return plan
+    lin, co, n = spec.encoder, spec.conv_out, len(enc.layers)
+    if F:
+        matmul_backward_weight(plan, dx0, feats, p.grads.f32(lin.offset, lin.size), H, F, rows, ldx=ldf,
+                               lddw=lin.cols)
+    matmul_backward_weight(plan, dx0, enc.ys[-1].range(), p.grads.f32(lin.offset + F, lin.size - F), H, co, rows,
+                           lddw=lin.cols)
+    matmul_backward_input(plan, dx0, p.weights.f32(lin.offset + F, lin.size - F), enc.dys[-1].range(), rows, co, H,
+                          ldw=lin.cols)
+    conv_backward(plan, obs, enc.src(obs_stride), [p.w(f"encoder.convs.{i}") for i in range(n)],
+                  [y.range() for y in enc.ys], [d.range() for d in enc.dys],
+                  [p.g(f"encoder.convs.{i}") for i in range(n)], rows, enc.layers, enc.scratch)
+    return plan
 
 
 # ------------------------------------------------------------------------------------ GPU policy
@@ -53,13 +163,15 @@ class Policy:
 class Rollout:
     """Agent-major rollout buffers for N agents × T steps (row = n·T + t), plus the recurrent state.
 
-    obs rows are padded to obs_stride = ceil4(D) floats so the encoder's weight gradient can use vec4 loads.
+    obs rows are u32 words: float32 observations padded to obs_stride = ceil4(D) so the encoder's
+    weight gradient can use vec4 loads; uint8 observations packed 4 per word, obs_stride = ceil(D/4)
+    (a 64×64×3 frame: 12,288 bytes per step instead of 49,152).
     The action mask is stored bit-packed, [N·T, mask_words] u32, all legal until written.
     """
 
     def __init__(self, gpu: GPU, spec: PolicySpec, N: int, T: int):
         self.gpu, self.spec, self.N, self.T = gpu, spec, N, T
-        self.obs_stride = ceil4(spec.obs_size)
+        self.obs_stride = self.stride_for(spec)
         H, L = spec.hidden, spec.layers
         self.obs = gpu.buffer(4 * N * T * self.obs_stride, "rollout.obs")
         self.actions = gpu.buffer(4 * N * T * spec.K, "rollout.actions")  # discrete indices or Gaussian samples
@@ -71,6 +183,11 @@ class Rollout:
         self.state = gpu.buffer(4 * L * N * H, "rollout.state")  # [L][N][H], carried across rollouts
         self.initial_state = gpu.buffer(4 * L * N * H, "rollout.initial_state")  # snapshot at t = 0
 
+    @staticmethod
+    def stride_for(spec: PolicySpec) -> int:
+        """u32 words per rollout observation row: ceil(D/4) packed uint8, else ceil4(D) floats (vec4 loads)."""
+        return spec.obs_words if spec.packed else ceil4(spec.obs_size)
+
     def state_of(self, buf: Buffer, l: int, row0: int = 0, rows: int | None = None) -> Range:
         N, H = self.N, self.spec.hidden
         rows = N - row0 if rows is None else rows
@@ -79,6 +196,11 @@ class Rollout:
     def rows(self, buf: Buffer, row0: int, rows: int, width: int = 1) -> Range:
         """Agent rows [row0, row0+rows) of a [N·T, width] rollout buffer."""
         return buf.f32(row0 * self.T * width, rows * self.T * width)
+
+    @property
+    def nbytes(self) -> int:
+        """GPU memory of the rollout's buffers (observations, per-step data, mask, recurrent state)."""
+        return buffers_nbytes(self)
 
 
 class RolloutStep:
@@ -104,7 +226,10 @@ class RolloutStep:
             raise GPUError(f"RolloutStep rows [{row0}, {row0 + N}) outside the rollout's {rollout.N} agents")
         H, L, D = spec.hidden, spec.layers, spec.obs_size
         self.N, self.row0 = N, row0
-        self.obs_step = gpu.buffer(4 * N * D, "step.obs")
+        self.obs_step = gpu.buffer(4 * N * spec.obs_words, "step.obs")  # u32 words (uint8 packed 4 per word)
+        self._obs_bytes = (np.zeros((N, 4 * spec.obs_words), np.uint8)  # packing scratch when D % 4 != 0
+                           if spec.packed and D % 4 else None)
+        self.enc = EncoderScratch(gpu, spec, N, grads=False, label="step")
         self.rewards_step = gpu.buffer(4 * N, "step.rewards")
         self.terminals_step = gpu.buffer(4 * N, "step.terminals")
         self.mask_step = gpu.array(np.full(N * spec.mask_words, 0xFFFFFFFF, np.uint32), "step.mask")
@@ -127,7 +252,7 @@ class RolloutStep:
         mask = self.mask_step.range() if self.masks else None
         rollout_store(plan, ro, self.obs_step.range(), self.rewards_step.range(), self.terminals_step.range(),
                       self.globals.range(), mask_step=mask, row0=r0, rows=N)
-        matmul_forward(plan, self.obs_step.range(), p.w("encoder"), self.x[0].range(), N, H, spec.obs_size)
+        encoder_forward(plan, p, self.enc, self.obs_step.range(), spec.obs_words, N, self.x[0].range())
         for l in range(spec.layers):
             matmul_forward(plan, self.x[l].range(), p.w(f"mingru.{l}"), self.c.range(), N, 3 * H, H)
             mingru_step(plan, self.c.range(), self.x[l].range(), ro.state_of(ro.state, l, r0, N),
@@ -148,6 +273,21 @@ class RolloutStep:
                              f"(obs size {self.policy.spec.obs_size}, heads {list(self.policy.spec.act_sizes)}), "
                              f"got {a.shape}")
         return a
+
+    def _upload_obs(self, obs):
+        """uint8 observations packed 4 per u32 (value i = byte i%4 of word i/4, rows padded to whole
+        words); any other dtype as float32, as before pictures existed."""
+        spec = self.policy.spec
+        obs = self._check("observations", obs, (self.N, spec.obs_size))
+        if not spec.packed:
+            self.policy.gpu.upload(self.obs_step, np.asarray(obs, np.float32))
+            return
+        if obs.dtype != np.uint8:
+            raise ValueError(f"rollout step: this policy takes uint8 observations (obs_dtype uint8), got {obs.dtype}")
+        if self._obs_bytes is not None:  # rows of D % 4 values padded to whole words (pack_obs, without allocating)
+            self._obs_bytes[:, :spec.obs_size] = obs
+            obs = self._obs_bytes
+        self.policy.gpu.upload(self.obs_step, np.ascontiguousarray(obs).view("<u4"))
 
     def _upload_mask(self, mask):
         """Bit-pack and upload the env's mask, or nothing while it stays all legal (the common case)."""
@@ -170,7 +310,7 @@ class RolloutStep:
         """
         gpu, spec = self.policy.gpu, self.policy.spec
         N = self.N
-        gpu.upload(self.obs_step, np.asarray(self._check("observations", obs, (N, spec.obs_size)), np.float32))
+        self._upload_obs(obs)
         gpu.upload(self.rewards_step, np.asarray(self._check("rewards", rewards, (N,)), np.float32))
         gpu.upload(self.terminals_step, np.asarray(self._check("terminals", terminals, (N,)), np.float32))
         self._upload_mask(action_mask)
@@ -198,13 +338,19 @@ class Activations:
         self.dx = [gpu.buffer(4 * M * H, "act.dx_a"), gpu.buffer(4 * M * H, "act.dx_b")]  # ping-pong
         self.dc = gpu.buffer(4 * M * 3 * H, "act.dc")
         self.dx_highway = gpu.buffer(4 * M * H, "act.dx_highway")
+        self.enc = EncoderScratch(gpu, spec, M, grads=True, label="act")  # conv outputs/grads, unpacked uint8
+
+    @property
+    def nbytes(self) -> int:
+        return buffers_nbytes(self)
 
 
 def policy_forward(plan: Plan, p: Policy, act: Activations, obs: Range, obs_stride: int, terminals: Range,
                    h0: list[Range]):
-    """Training forward over a minibatch: encoder → L scans from h0 → decoder (act.out)."""
+    """Training forward over a minibatch: encoder → L scans from h0 → decoder (act.out).
+    obs: the minibatch's rollout rows [M, obs_stride] u32 words."""
     spec, M, H = p.spec, act.M, p.spec.hidden
-    matmul_forward(plan, obs, p.w("encoder"), act.x[0].range(), M, H, spec.obs_size, ldx=obs_stride)
+    encoder_forward(plan, p, act.enc, obs, obs_stride, M, act.x[0].range())
     for l in range(spec.layers):
         matmul_forward(plan, act.x[l].range(), p.w(f"mingru.{l}"), act.c[l].range(), M, 3 * H, H)
         mingru_scan_forward(plan, act.c[l].range(), act.x[l].range(), h0[l], terminals, act.hs[l].range(),
@@ -216,7 +362,8 @@ def policy_forward(plan: Plan, p: Policy, act: Activations, obs: Range, obs_stri
 
 def policy_backward(plan: Plan, p: Policy, act: Activations, obs: Range, obs_stride: int, terminals: Range,
                     h0: list[Range], dobs: Range | None = None):
-    """Backward from act.dout [M, out_stride] into p.grads (every tensor, overwritten) and optionally dobs [M, D]."""
+    """Backward from act.dout [M, out_stride] into p.grads (every tensor, overwritten) and optionally dobs [M, D]
+    (float32 observations without a picture only)."""
     spec, M, H, L = p.spec, act.M, p.spec.hidden, p.spec.layers
     matmul_backward_weight(plan, act.dout.range(), act.x[L].range(), p.g("decoder"), spec.out, H, M,
                                lddy=act.out_stride)
@@ -230,7 +377,5 @@ def policy_backward(plan: Plan, p: Policy, act: Activations, obs: Range, obs_str
         matmul_backward_input(plan, act.dc.range(), p.w(f"mingru.{l}"), dx.range(), M, H, 3 * H,
                                   z=act.dx_highway.range(), beta=1.0)
         dy = dx
-    matmul_backward_weight(plan, dy.range(), obs, p.g("encoder"), H, spec.obs_size, M, ldx=obs_stride)
-    if dobs is not None:
-        matmul_backward_input(plan, dy.range(), p.w("encoder"), dobs, M, spec.obs_size, H)
+    encoder_backward(plan, p, act.enc, obs, obs_stride, M, dy.range(), dobs)
     return plan

@@ -153,6 +153,14 @@ def collect_rollout(env, infers: list, T: int, epoch: int, watch: Stopwatch, sto
         watch.add("env", s)
 
 
+def gpu_bytes(policy, rollout, infers, learner) -> dict:
+    """GPU memory the run's buffers hold, by part (the adapter's own overhead and kernel scratch aside)."""
+    from .policy import buffers_nbytes
+    parts = {"policy": buffers_nbytes(policy), "rollout": rollout.nbytes, "inference": buffers_nbytes(*infers),
+             "learner": buffers_nbytes(learner)}
+    return {**parts, "total": sum(parts.values())}
+
+
 def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
 
@@ -181,8 +189,7 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
                     num_buffers=vec["num_buffers"])
     N, T, B = env.num_agents, t["horizon"], env.num_buffers
     config_mod.validate(cfg, N)
-    spec = PolicySpec(obs_size=env.obs_size, hidden=cfg["policy"]["hidden_size"],
-                      layers=cfg["policy"]["num_layers"], act_sizes=env.act_sizes)
+    spec = PolicySpec.for_env(env, cfg["policy"]["hidden_size"], cfg["policy"]["num_layers"])
     for note in spec.pufferlib_notes():
         print(f"warning: {note}", flush=True)
     policy = Policy(gpu, spec, seed=base["seed"])
@@ -218,7 +225,8 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
 
     log_path = Path(base["log_dir"]) / env.name / f"{run_id}.jsonl"
     header = {"run_id": run_id, "env": env.name, "adapter": gpu.describe(), "num_agents": N,
-              "policy": spec.describe(), "epochs": epochs, "resumed_from": resumed_from, "config": cfg}
+              "policy": spec.describe(), "epochs": epochs, "resumed_from": resumed_from, "config": cfg,
+              "gpu_bytes": gpu_bytes(policy, rollout, infers, learner)}
     logs = loggers_mod.Loggers(cfg, header, log_path, extra=loggers)
 
     def save(step: int) -> Saved:
@@ -230,7 +238,9 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
         return Saved(step, path)
 
     dash = Dashboard(env.name, gpu.describe(), run_id, epochs * N * T, live=live)
-    dash.message(f"{env.name}: {N} agents, obs {spec.obs_size}, heads {list(spec.act_sizes)}; policy H={spec.hidden} "
+    picture = f" (a {'x'.join(map(str, spec.picture))} picture, {spec.obs_dtype})" if spec.picture else ""
+    dash.message(f"{env.name}: {N} agents, obs {spec.obs_size}{picture}, heads {list(spec.act_sizes)}; "
+                 f"policy H={spec.hidden} "
                  f"L={spec.layers} ({spec.num_floats:,} params); {epochs} epochs of {N * T:,} steps, "
                  f"{learner.num_minibatches} minibatches of {learner.M} each; logs {log_path}")
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=B, thread_name_prefix="env") if B > 1 else InlineExecutor()

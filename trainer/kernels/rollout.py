@@ -1,7 +1,8 @@
 """rollout.wgsl: store one step of env data into the agent-major rollout buffers.
 
     rollout_store   obs, rewards, terminals (and the bit-packed action mask) of every agent of a
-                    step into rollout row n·T + t, the obs row padded to obs_stride floats
+                    step into rollout row n·T + t, the obs row (u32 words: float32 values, or uint8
+                    values packed 4 per word) copied bit for bit and padded to obs_stride words
 """
 from __future__ import annotations
 
@@ -17,16 +18,17 @@ def rollout_store(plan: Plan, ro, obs_step: Range, rewards_step: Range, terminal
     t = globals[0], in agent chunks that fit one binding. `ro` is a trainer.policy.Rollout.
 
     mask_step [rows, mask_words] u32 is copied too when given (otherwise the rollout mask stays as is)."""
-    gpu, D, T, stride, W = plan.gpu, ro.spec.obs_size, ro.T, ro.obs_stride, ro.spec.mask_words
+    gpu, Dw, T, stride, W = plan.gpu, ro.spec.obs_words, ro.T, ro.obs_stride, ro.spec.mask_words
     rows = ro.N - row0 if rows is None else rows
     k = gpu.kernel("rollout.wgsl", "rollout_store", WG=WG)
     per_agent = 4 * T * stride
     chunk = max(1, (gpu.limits["max-storage-buffer-binding-size"] - 256) // per_agent)
+    need("rollout_store", "obs_step", obs_step, rows * Dw)
     if mask_step is not None:
         need("rollout_store", "mask_step", mask_step, rows * W)
     for a0 in range(0, rows, chunk):
         n = min(chunk, rows - a0)
-        plan.add(k, (ceil_div(max(stride, W), WG), n), dict(N=n, D=D, T=T, obs_stride=stride, agent0=a0, W=W,
+        plan.add(k, (ceil_div(max(stride, W), WG), n), dict(N=n, Dw=Dw, T=T, obs_stride=stride, agent0=a0, W=W,
                                                             masked=int(mask_step is not None)),
                  obs_step=obs_step, rewards_step=rewards_step, terminals_step=terminals_step, globals=globals_,
                  mask_step=mask_step, obs=ro.rows(ro.obs, row0 + a0, n, stride),
