@@ -16,7 +16,7 @@
 //                        a gather: each input element sums its ≤ ceil(k/s)² patch entries, oy then ox
 //                        ascending (a fixed order, no atomics); y is the layer's input (the previous
 //                        layer's post-ReLU output), so dx is already that layer's pre-activation grad
-//   obs_unpack           out[f, j] = byte j of packed row f / 255, j < count
+//   obs_unpack           out[f, j] = byte j of packed row f / divisor, j < count (divisor 255 or 1)
 //
 // Shapes: src [frames, row_stride] (u32 words when packed, else f32); cols, dcols [frames·places, patch];
 //   y, dy [frames, out_size] (conv_relu*) or [frames, in_size] (conv_col2im, with dx); out [frames, ld_out].
@@ -48,6 +48,7 @@ struct Params {
     row_stride: u32,                  // src row stride (u32 words when packed, else floats)
     offset: u32,                      // index of the picture's first value within a src row
     count: u32, ld_out: u32,          // obs_unpack
+    divisor: f32,                     // obs_unpack: 255 (a picture env's features) or 1 (raw uint8 values)
     piece: u32, pieces: u32,          // conv_im2col: values per invocation, invocations per kernel row
     wide: u32,                        // 1: vec4 loads and stores (see above)
     src_off: u32, dcols_off: u32, y_off: u32, dy_off: u32, cols_off: u32, out_off: u32,
@@ -209,5 +210,5 @@ fn obs_unpack(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
     let f = idx / p.count;
     let j = idx % p.count;
     let word = src[p.src_off + f * p.row_stride + j / 4u];
-    out[p.out_off + f * p.ld_out + j] = f32((word >> (8u * (j % 4u))) & 0xffu) / 255.0;
+    out[p.out_off + f * p.ld_out + j] = f32((word >> (8u * (j % 4u))) & 0xffu) / p.divisor;
 }

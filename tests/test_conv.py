@@ -63,6 +63,11 @@ def test_obs_unpack(gpu):
     want = raw[:, :count].astype(np.float32) / np.float32(255)
     assert np.array_equal(got[:, :count], want)  # byte/255 rounded once, as obs.float()/255
     assert np.all(got[:, count:] == -1.0)  # the padding is left alone
+    plan = gpu.plan("obs_unpack raw")
+    conv.obs_unpack(plan, obs.range(), words, count, out.range(), ld_out, frames, divisor=1.0)
+    gpu.run(plan)
+    got = gpu.read(out).reshape(frames, ld_out)
+    assert np.array_equal(got[:, :count], raw[:, :count].astype(np.float32))  # a uint8 env without a picture
 
 
 def _random_weights(rng, layers):

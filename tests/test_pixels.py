@@ -269,9 +269,10 @@ def test_float_picture_rollout_steps_equal_training_scan(gpu):
     assert_close("float picture rollout values vs scan", gpu.read(ro.values), out[:, spec.A], "rollout_scan")
 
 
-def test_uint8_observations_without_picture_are_scaled_floats(gpu):
-    """A uint8 env without a picture: packed rows, unpacked ÷255 before the encoder; the same policy fed
-    obs/255 as float32 gives the same outputs."""
+def test_uint8_observations_without_picture_are_raw_floats(gpu):
+    """A uint8 env without a picture: packed rows, unpacked to their raw values (PufferLib feeds a uint8
+    env's 0–255 unscaled) before the encoder; the same policy fed the values as float32 gives the same
+    outputs."""
     from trainer.policy import Policy, Rollout, RolloutStep
     u8 = PolicySpec(obs_size=13, hidden=16, layers=2, act_sizes=(3,), obs_dtype="uint8")
     f32 = PolicySpec(obs_size=13, hidden=16, layers=2, act_sizes=(3,))
@@ -280,7 +281,7 @@ def test_uint8_observations_without_picture_are_scaled_floats(gpu):
     N, T = 9, 3
     obs = [rng.integers(0, 256, (N, 13), dtype=np.uint8) for _ in range(T)]
     values = []
-    for spec, conv in ((u8, lambda o: o), (f32, lambda o: o.astype(np.float32) / np.float32(255))):
+    for spec, conv in ((u8, lambda o: o), (f32, lambda o: o.astype(np.float32))):
         policy = Policy(gpu, spec, w)
         ro = Rollout(gpu, spec, N, T)
         step = RolloutStep(policy, ro, seed=1)
@@ -288,7 +289,7 @@ def test_uint8_observations_without_picture_are_scaled_floats(gpu):
             step(t, t, conv(obs[t]), np.zeros(N), np.zeros(N))
         values.append(gpu.read(ro.values))
         assert ro.obs_stride == (4 if spec.packed else 16)
-    assert_close("uint8 vs float/255 values", values[0], values[1], "rollout_scan")
+    assert_close("uint8 vs float values", values[0], values[1], "rollout_scan")
     _, ro, out = _rollout_vs_scan(gpu, u8, lambda rng, N: rng.integers(0, 256, (N, 13), np.uint8))
     assert_close("uint8 rollout values vs scan", gpu.read(ro.values), out[:, u8.A], "rollout_scan")
 

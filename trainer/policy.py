@@ -7,7 +7,8 @@ momentum use the same layout in their own buffers. The kernels are the families 
 trainer/kernels/.
 
 Observations travel and are stored as u32 words: float32 values bit for bit, or uint8 values packed
-4 per word (scaled by 1/255 where a kernel reads them). The encoder (encoder_forward /
+4 per word (a picture env's scaled by 1/255 where a kernel reads them; a uint8 env without a picture
+is fed its raw values, as in PufferLib). The encoder (encoder_forward /
 encoder_backward) is the one place that reads them:
   float32, no picture: encoder matmul straight from the rows (as before pictures existed)
   uint8, no picture:   obs_unpack → float rows → encoder matmul
@@ -86,7 +87,8 @@ def encoder_forward(plan: Plan, p: "Policy", enc: EncoderScratch, obs: Range, ob
     """x0 [rows, H] from observation rows obs [rows, obs_stride] u32 words (see the module docstring)."""
     spec, H, F = p.spec, p.spec.hidden, p.spec.features
     if spec.packed and enc.unpacked:
-        obs_unpack(plan, obs, obs_stride, enc.unpacked, enc.feats.range(), enc.ld, rows)
+        obs_unpack(plan, obs, obs_stride, enc.unpacked, enc.feats.range(), enc.ld, rows,
+                   divisor=255.0 if spec.picture else 1.0)
     feats, ldf = (enc.feats.range(), enc.ld) if enc.unpacked else (obs, obs_stride)
     if not spec.picture:
         matmul_forward(plan, feats, p.w("encoder"), x0, rows, H, spec.obs_size, ldx=ldf)

@@ -11,8 +11,9 @@ then encoder.linear [H, F + conv_out] (no bias, no activation) applied to [featu
 as two products into one output. A conv weight is stored (out, ky, kx, in): a matrix of `out` rows
 × ky·kx·in columns, which is how Muon treats it too.
 
-Observation dtype: uint8 observations (0–255) reach the GPU packed 4 per u32 word and are scaled
-by 1/255 there; every other dtype is converted to float32 on upload, as before.
+Observation dtype: uint8 observations (0–255) reach the GPU packed 4 per u32 word; a picture env's
+are scaled by 1/255 there, a uint8 env without a picture is fed its raw values (as PufferLib does);
+every other dtype is converted to float32 on upload, as before.
 
 Action heads: a head of size ≥ 2 is discrete (size_h logit columns), a head of size 1 is continuous
 (one Gaussian mean column and a state-independent log std). A = Σ act_sizes decoder columns before
@@ -109,7 +110,7 @@ class PolicySpec:
     layers: int  # L
     act_sizes: tuple[int, ...]  # one entry per head: 1 = continuous (Gaussian), >= 2 = discrete choices
     picture: tuple[int, int, int] | None = None  # (height, width, channels) of the row's last values, or None
-    obs_dtype: str = "float32"  # 'uint8' (packed 4 per u32 on the GPU, scaled 1/255) or 'float32'
+    obs_dtype: str = "float32"  # 'uint8' (packed 4 per u32 on the GPU; ÷255 with a picture) or 'float32'
 
     def __post_init__(self):
         object.__setattr__(self, "obs_dtype", obs_dtype_name(self.obs_dtype))

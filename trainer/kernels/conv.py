@@ -2,7 +2,7 @@
 
     conv_forward        ys[i] = ReLU(conv_i(x_i)), x_0 = the picture of each observation row, x_i = ys[i−1]
     conv_backward       dys[i] → pre-activation gradients in place, dw[i], and dys[i−1] for i ≥ 1
-    obs_unpack          uint8 values packed 4 per u32 → float32 ÷ 255
+    obs_unpack          uint8 values packed 4 per u32 → float32 (÷ 255 for a picture env, raw otherwise)
 
 A layer is valid-padded, bias-free, weight [out_c, k, k, in_c] read as a matrix [out_c, patch]
 (patch = k·k·in_c, columns in (ky, kx, c) order), activations HWC per frame. The forward pass of a
@@ -237,9 +237,13 @@ def conv_col2im(plan: Plan, dcols: Range, layer: ConvLayer, frames: int, y: Rang
         invocations=total, serial=cover, work=count * cover)
 
 
-def obs_unpack(plan: Plan, obs: Range, row_stride_words: int, count: int, out: Range, ld_out: int, frames: int):
-    """out[f, 0:count] = the first `count` uint8 values of packed row f ÷ 255 (rows of row_stride_words
-    u32 words, 4 values each, little-endian), for f < frames; out rows at stride ld_out floats."""
+def obs_unpack(plan: Plan, obs: Range, row_stride_words: int, count: int, out: Range, ld_out: int, frames: int,
+               divisor: float = 255.0):
+    """out[f, 0:count] = the first `count` uint8 values of packed row f ÷ divisor (rows of row_stride_words
+    u32 words, 4 values each, little-endian), for f < frames; out rows at stride ld_out floats.
+
+    divisor 255: a picture env's values in [0, 1]; 1: the raw values, as PufferLib feeds a uint8 env
+    without a picture (grid codes, counts) to its encoder."""
     label = f"obs_unpack frames={frames} count={count}"
     if min(frames, count, row_stride_words) < 1:
         raise GPUError(f"{label}: frames, count and row_stride_words must be positive (row_stride_words={row_stride_words})")
@@ -258,7 +262,7 @@ def obs_unpack(plan: Plan, obs: Range, row_stride_words: int, count: int, out: R
     for f0 in range(0, frames, step):
         n = min(step, frames - f0)
         total = n * count
-        plan.add(k, _grid(total), dict(total=total, count=count, ld_out=ld_out, row_stride=row_stride_words),
+        plan.add(k, _grid(total), dict(total=total, count=count, ld_out=ld_out, row_stride=row_stride_words, divisor=divisor),
                  src=obs.f32(f0 * row_stride_words, (n - 1) * row_stride_words + ceil_div(count, 4)),
                  out=out.f32(f0 * ld_out, (n - 1) * ld_out + count)).note(invocations=total, serial=1, work=total)
     return plan
