@@ -4,8 +4,8 @@ upstream-quickjs/). Nothing of the engine is kept in this repository.
 
     objects, include_dir = engine_objects(cc)    # fetches, checks and compiles on first use
 
-The sdist is pinned by version and sha256, fetched with `pip download` into
-<cache_root()>/quickjs/, checked, unpacked, and its four C files compiled with the env
+The sdist is pinned by version and sha256, fetched with `pip download` into engine_dir()
+($PUFFGPU_QUICKJS_DIR, else <cache_root()>/quickjs/), checked, unpacked, and its four C files compiled with the env
 compiler; the objects are cached per compiler and flags. Without network access, put the file
 there yourself (the error says where), or point PUFFGPU_QUICKJS_SDIST at it.
 """
@@ -33,7 +33,9 @@ class EngineError(RuntimeError):
 
 
 def engine_dir():
-    return build.cache_root() / "quickjs"
+    """$PUFFGPU_QUICKJS_DIR, else quickjs/ in puffgpu's cache."""
+    env = os.environ.get("PUFFGPU_QUICKJS_DIR")
+    return Path(env).expanduser() if env else build.cache_root() / "quickjs"
 
 
 def _sha256(path):
