@@ -97,6 +97,7 @@ struct Env {
     long ops_left, ops_budget;
     size_t memory_limit;
     int max_steps, steps, failed;
+    int rasterize;    /* 0: the primitives draw nothing (tools/bench_env.py times the game alone) */
     unsigned int episode_seed;
     double last_score, episode_return;
     char game[1024];
@@ -310,6 +311,7 @@ static int js_ints(JSContext* ctx, int argc, JSValueConst* argv, int* out, int n
 static JSValue js_n_poly(JSContext* ctx, JSValueConst this_val, int argc, JSValueConst* argv) {
     (void)this_val;
     Env* env = js_env(ctx);
+    if (!env->rasterize) return JS_UNDEFINED;
     int v[5];
     if (js_ints(ctx, argc, argv, v, 5) < 0) return JS_EXCEPTION;
     if (v[0] < 0 || v[0] > JS_FBUF / 2) return JS_ThrowRangeError(ctx, "too many vertices (%d)", v[0]);
@@ -320,6 +322,7 @@ static JSValue js_n_poly(JSContext* ctx, JSValueConst this_val, int argc, JSValu
 static JSValue js_n_ellipse(JSContext* ctx, JSValueConst this_val, int argc, JSValueConst* argv) {
     (void)this_val;
     Env* env = js_env(ctx);
+    if (!env->rasterize) return JS_UNDEFINED;
     int v[4];
     if (js_ints(ctx, argc, argv, v, 4) < 0) return JS_EXCEPTION;
     p5_ellipse(&env->canvas[env->target], env->fbuf, v[0], v[1], v[2], v[3]);
@@ -329,6 +332,7 @@ static JSValue js_n_ellipse(JSContext* ctx, JSValueConst this_val, int argc, JSV
 static JSValue js_n_image(JSContext* ctx, JSValueConst this_val, int argc, JSValueConst* argv) {
     (void)this_val;
     Env* env = js_env(ctx);
+    if (!env->rasterize) return JS_UNDEFINED;
     int v[1];
     if (js_ints(ctx, argc, argv, v, 1) < 0) return JS_EXCEPTION;
     if (v[0] < 0 || v[0] >= env->num_canvases || v[0] == env->target) return JS_UNDEFINED;
@@ -339,6 +343,7 @@ static JSValue js_n_image(JSContext* ctx, JSValueConst this_val, int argc, JSVal
 static JSValue js_n_background(JSContext* ctx, JSValueConst this_val, int argc, JSValueConst* argv) {
     (void)this_val;
     Env* env = js_env(ctx);
+    if (!env->rasterize) return JS_UNDEFINED;
     int v[4];
     if (js_ints(ctx, argc, argv, v, 4) < 0) return JS_EXCEPTION;
     p5_background(&env->canvas[env->target], v[0], v[1], v[2], v[3]);
@@ -468,6 +473,7 @@ void puf_init(Env* env, Dict* kwargs) {
     double mem_mb = dict_get(kwargs, "memory_mb");
     double mops = dict_get(kwargs, "step_mops");
     env->max_steps = (int)dict_get(kwargs, "max_steps");
+    env->rasterize = dict_get(kwargs, "rasterize") != 0;
     snprintf(env->game, sizeof(env->game), "%s", game);
     env->memory_limit = (size_t)(mem_mb > 1 ? mem_mb : 1) << 20;
     env->ops_budget = (long)((mops > 0.01 ? mops : 0.01) * 100.0); /* a handler call per ~10K ops */
@@ -485,6 +491,7 @@ void puf_init(Env* env, Dict* kwargs) {
         return;
     }
     JS_SetMemoryLimit(env->rt, env->memory_limit);
+    JS_SetGCThreshold(env->rt, (size_t)16 << 20);
     JS_SetInterruptHandler(env->rt, js_interrupt, env);
     JS_SetContextOpaque(env->ctx, env);
     JSContext* ctx = env->ctx;

@@ -19,6 +19,7 @@ the .ini beside the game, else the defaults below:
     max_steps                      steps before an episode is truncated (default 2000)
     memory_mb                      the JS heap limit of each env (default 64)
     step_mops                      million JS operations one call into the game may run (default 100)
+    rasterize                      0: draw nothing (tools/bench_env.py times the game logic alone)
 """
 
 import os
@@ -36,7 +37,7 @@ JS_DIR = Path(__file__).resolve().parent
 PRELUDE = JS_DIR / "p5.js"
 DEFAULT_ACTIONS = "0 | 37 | 39 | 38 | 40 | p32 | 37 p32 | 39 p32"
 JS_DEFAULTS = {"picture_width": 64, "picture_height": 64, "picture_channels": 3, "actions": DEFAULT_ACTIONS,
-               "max_steps": 2000, "memory_mb": 64, "step_mops": 100}
+               "max_steps": 2000, "memory_mb": 64, "step_mops": 100, "rasterize": 1}
 INTERNAL_KEYS = ("js_game", "js_prelude", "js_actions")
 
 CDEF = """

@@ -223,6 +223,7 @@
     setGreen(v) { this.levels[1] = clampByte(v); }
     setBlue(v) { this.levels[2] = clampByte(v); }
   }
+  const RGB_MAXES = [255, 255, 255, 255];
   function clampByte(v) { v = +v; return v !== v ? 0 : v < 0 ? 0 : v > 255 ? 255 : v; }
   function hsbToRgb(h, s, v) { // all in [0, 1]
     h = (h % 1 + 1) % 1 * 6;
@@ -257,6 +258,13 @@
     throw new Error(`color: cannot read the color string ${JSON.stringify(str)} (puffgpu's p5 subset reads #rgb, #rrggbb, rgb(), rgba() and common color names)`);
   }
   function makeColor(r, args) {
+    const a0 = args[0];
+    if (typeof a0 === "number" && r.colorModeName === "rgb" && r.maxes === RGB_MAXES) { // the common case, fast
+      const n = args.length;
+      if (n >= 3) return [clampByte(a0), clampByte(args[1]), clampByte(args[2]), n > 3 ? clampByte(args[3]) : 255];
+      const g = clampByte(a0);
+      return [g, g, g, n === 2 ? clampByte(args[1]) : 255];
+    }
     if (args.length === 1 && args[0] instanceof Color) return args[0].levels.slice();
     if (args.length === 1 && Array.isArray(args[0])) args = args[0];
     if (args.length >= 1 && typeof args[0] === "string") {
@@ -290,8 +298,8 @@
     constructor(id, pw, ph, w, h) {
       this.id = id; this.pw = pw; this.ph = ph;
       this.width = w; this.height = h;
-      this.colorModeName = "rgb"; this.maxes = [255, 255, 255, 255];
-      this.fillC = [255, 255, 255, 255]; this.strokeC = [0, 0, 0, 255];
+      this.colorModeName = "rgb"; this.maxes = RGB_MAXES;
+      this.fillC = [255, 255, 255, 255]; this.strokeC = [0, 0, 0, 255]; // integer levels
       this.doFill = true; this.doStroke = true; this.sw = 1;
       this.rectM = "corner"; this.ellipseM = "center"; this.angleM = "radians";
       this.m = [1, 0, 0, 1, 0, 0]; this.stack = []; this.shape = null;
@@ -324,28 +332,30 @@
     shearY(a) { this.applyMatrix(1, tan(this.ang(a)), 0, 1, 0, 0); }
     push() {
       this.stack.push([this.m.slice(), this.fillC, this.strokeC, this.doFill, this.doStroke, this.sw, this.rectM,
-        this.ellipseM, this.colorModeName, this.maxes.slice(), this.textSizeV, this.angleM]);
+        this.ellipseM, this.colorModeName, this.maxes, this.textSizeV, this.angleM]);
     }
     pop() {
       const s = this.stack.pop();
       if (!s) return;
-      [this.m, this.fillC, this.strokeC, this.doFill, this.doStroke, this.sw, this.rectM, this.ellipseM,
-        this.colorModeName, this.maxes, this.textSizeV, this.angleM] = s;
+      this.m = s[0]; this.fillC = s[1]; this.strokeC = s[2]; this.doFill = s[3]; this.doStroke = s[4]; this.sw = s[5];
+      this.rectM = s[6]; this.ellipseM = s[7]; this.colorModeName = s[8]; this.maxes = s[9]; this.textSizeV = s[10];
+      this.angleM = s[11];
     }
     // style
-    fill(...a) { this.fillC = makeColor(this, a); this.doFill = true; }
+    fill() { this.fillC = rgba(makeColor(this, arguments)); this.doFill = true; }
     noFill() { this.doFill = false; }
-    stroke(...a) { this.strokeC = makeColor(this, a); this.doStroke = true; }
+    stroke() { this.strokeC = rgba(makeColor(this, arguments)); this.doStroke = true; }
     noStroke() { this.doStroke = false; }
     strokeWeight(w) { this.sw = +w; }
     colorMode(mode, a, b, c, d) {
       this.colorModeName = mode;
       if (a !== undefined) this.maxes = b === undefined ? [a, a, a, a] : [a, b, c, d === undefined ? this.maxes[3] : d];
-      else this.maxes = mode === "hsb" ? [360, 100, 100, 1] : mode === "hsl" ? [360, 100, 100, 1] : [255, 255, 255, 255];
+      else this.maxes = mode === "hsb" ? [360, 100, 100, 1] : mode === "hsl" ? [360, 100, 100, 1] : RGB_MAXES;
+      if (mode === "rgb" && this.maxes.every((v) => v === 255)) this.maxes = RGB_MAXES;
     }
-    background(...a) {
-      if (a.length === 1 && a[0] instanceof Graphics) return; // a background image: not in the subset's rules
-      const c = rgba(makeColor(this, a));
+    background() {
+      if (arguments[0] instanceof Graphics) return; // a background image: not in the subset's rules
+      const c = rgba(makeColor(this, arguments));
       this.use(); N.background(c[0], c[1], c[2], c[3]);
     }
     clear() { this.use(); N.clear(); }
@@ -362,8 +372,7 @@
         F[2 * i] = m[0] * x + m[2] * y + m[4];
         F[2 * i + 1] = m[1] * x + m[3] * y + m[5];
       }
-      const c = rgba(col);
-      this.use(); N.poly(n, c[0], c[1], c[2], c[3]);
+      this.use(); N.poly(n, col[0], col[1], col[2], col[3]);
     }
     halfWidth(thin) { // half the stroke width, local units; thin lines and points stay >= 1 pixel
       const s = this.pixelScale();
@@ -389,7 +398,7 @@
     ellipsePrim(cx, cy, rx, ry, rxi, ryi, a0, a1, col) { // local center and radii; inner 0: filled
       const m = this.m, det = m[0] * m[3] - m[1] * m[2];
       if (!(rx > 0 && ry > 0) || det === 0 || !(det - det === 0)) return;
-      const [pcx, pcy] = this.px(cx, cy);
+      const pcx = m[0] * cx + m[2] * cy + m[4], pcy = m[1] * cx + m[3] * cy + m[5];
       F[0] = pcx; F[1] = pcy;
       F[2] = m[3] / det; F[3] = -m[2] / det; F[4] = -m[1] / det; F[5] = m[0] / det;
       F[6] = 1 / (rx * rx); F[7] = 1 / (ry * ry);
@@ -403,8 +412,7 @@
       const hx = sqrtN((m[0] * rx) * (m[0] * rx) + (m[2] * ry) * (m[2] * ry));
       const hy = sqrtN((m[1] * rx) * (m[1] * rx) + (m[3] * ry) * (m[3] * ry));
       F[15] = floor(pcx - hx) - 1; F[16] = floor(pcy - hy) - 1; F[17] = floor(pcx + hx) + 2; F[18] = floor(pcy + hy) + 2;
-      const c = rgba(col);
-      this.use(); N.ellipse(c[0], c[1], c[2], c[3]);
+      this.use(); N.ellipse(col[0], col[1], col[2], col[3]);
     }
     ellipseShape(cx, cy, rx, ry, a0, a1, pie) {
       if (this.doFill) this.ellipsePrim(cx, cy, rx, ry, 0, 0, a0, a1, this.fillC);
@@ -420,18 +428,20 @@
     // shapes
     rect(x, y, w, h) {
       if (h === undefined) h = w;
-      [x, y, w, h] = modeBox(this.rectM, +x, +y, +w, +h);
+      const b = modeBox(this.rectM, +x, +y, +w, +h);
+      x = b[0]; y = b[1]; w = b[2]; h = b[3];
       this.shapePoly([x, y, x + w, y, x + w, y + h, x, y + h], true);
     }
     square(x, y, s) { this.rect(x, y, s, s); }
     ellipse(x, y, w, h) {
       if (h === undefined) h = w;
-      [x, y, w, h] = modeBox(this.ellipseM, +x, +y, +w, +h);
-      this.ellipseShape(x + w / 2, y + h / 2, absN(w) / 2, absN(h) / 2);
+      const b = modeBox(this.ellipseM, +x, +y, +w, +h);
+      this.ellipseShape(b[0] + b[2] / 2, b[1] + b[3] / 2, absN(b[2]) / 2, absN(b[3]) / 2);
     }
     circle(x, y, d) { this.ellipse(x, y, d, d); }
     arc(x, y, w, h, start, stop, mode) {
-      [x, y, w, h] = modeBox(this.ellipseM, +x, +y, +w, +h);
+      const b = modeBox(this.ellipseM, +x, +y, +w, +h);
+      x = b[0]; y = b[1]; w = b[2]; h = b[3];
       let a0 = this.ang(+start), a1 = this.ang(+stop);
       if (a1 - a0 >= TWO_PI_ || a1 - a0 <= -TWO_PI_) return this.ellipseShape(x + w / 2, y + h / 2, absN(w) / 2, absN(h) / 2);
       a0 = ((a0 % TWO_PI_) + TWO_PI_) % TWO_PI_; a1 = ((a1 % TWO_PI_) + TWO_PI_) % TWO_PI_;
@@ -474,7 +484,8 @@
       const src = img._r;
       x = +x; y = +y;
       if (w === undefined) { w = src.width; h = src.height; }
-      [x, y, w, h] = modeBox(this.imageM || "corner", x, y, +w, +h);
+      const b = modeBox(this.imageM || "corner", x, y, +w, +h);
+      x = b[0]; y = b[1]; w = b[2]; h = b[3];
       const m = this.m, det = m[0] * m[3] - m[1] * m[2];
       if (det === 0 || !(det - det === 0) || w === 0 || h === 0) return;
       // destination pixel -> local -> source pixel
@@ -488,11 +499,13 @@
       this.use(); N.image(src.id);
     }
   }
-  function modeBox(mode, x, y, w, h) { // -> corner x, y, w, h
-    if (mode === "center") return [x - w / 2, y - h / 2, w, h];
-    if (mode === "radius") return [x - w, y - h, 2 * w, 2 * h];
-    if (mode === "corners") return [M.min(x, w), M.min(y, h), absN(w - x), absN(h - y)];
-    return [x, y, w, h];
+  const BOX = [0, 0, 0, 0];
+  function modeBox(mode, x, y, w, h) { // -> corner x, y, w, h (in a shared array: read it at once)
+    if (mode === "center") { x -= w / 2; y -= h / 2; }
+    else if (mode === "radius") { x -= w; y -= h; w *= 2; h *= 2; }
+    else if (mode === "corners") { const x0 = M.min(x, w), y0 = M.min(y, h); w = absN(w - x); h = absN(h - y); x = x0; y = y0; }
+    BOX[0] = x; BOX[1] = y; BOX[2] = w; BOX[3] = h;
+    return BOX;
   }
   function unsupported(name) {
     throw new Error(`${name} is not supported by puffgpu's p5 subset (see envs/js/p5.js for what is)`);
@@ -513,8 +526,9 @@
     "fill", "noFill", "stroke", "noStroke", "strokeWeight", "colorMode", "background", "clear", "rect", "square",
     "ellipse", "circle", "arc", "line", "point", "triangle", "quad", "beginShape", "vertex", "endShape", "image"];
   for (const name of RMETHODS) {
-    Graphics.prototype[name] = function (...a) { return this._r[name](...a); };
-    G[name] = (...a) => main[name](...a);
+    const fn = Renderer.prototype[name];
+    Graphics.prototype[name] = function () { return fn.apply(this._r, arguments); };
+    G[name] = function () { return fn.apply(main, arguments); };
   }
   const MODES = { rectMode: "rectM", ellipseMode: "ellipseM", imageMode: "imageM", angleMode: "angleM" };
   for (const name in MODES) {
@@ -533,7 +547,7 @@
   G.textDescent = () => main.textSizeV * 0.2;
   G.createGraphics = (w, h) => new Graphics(+w, +h);
   G.createCanvas = (w, h) => { main.setSize(+w, +h); G.width = +w; G.height = +h; return main; };
-  G.color = (...a) => new Color(makeColor(main, a));
+  G.color = function () { return new Color(makeColor(main, arguments)); };
   G.lerpColor = (c1, c2, t) => {
     t = M.max(0, M.min(1, t));
     return new Color(c1.levels.map((v, i) => v + (c2.levels[i] - v) * t));
@@ -700,14 +714,14 @@
       readState();
     },
     step(action) {
-      const [held, pressed] = ACTIONS[action] || ACTIONS[0];
+      const act = ACTIONS[action] || ACTIONS[0], held = act[0], pressed = act[1];
       down.clear();
-      for (const k of held) down.add(k);
-      for (const k of pressed) down.add(k);
+      for (let i = 0; i < held.length; i++) down.add(held[i]);
+      for (let i = 0; i < pressed.length; i++) down.add(pressed[i]);
       G.keyIsPressed = down.size > 0;
       const onPress = typeof G.keyPressed === "function" ? G.keyPressed : null;
-      for (const k of pressed) {
-        G.keyCode = k; G.key = keyName(k);
+      for (let i = 0; i < pressed.length; i++) {
+        G.keyCode = pressed[i]; G.key = keyName(pressed[i]);
         if (onPress) onPress();
       }
       if (pressed.length === 0 && held.length > 0) { G.keyCode = held[held.length - 1]; G.key = keyName(G.keyCode); }
