@@ -1,11 +1,16 @@
 """Env-only throughput: agent steps per second of the C vecenv, with 1 thread and with all.
 
     python tools/bench_env.py --env platformer [--agents 1024] [--seconds 2]
+    python tools/bench_env.py --env envs/games/catcher/catcher.js     # a JS game, with the split
+
 
 Random valid actions (a pool cycled through, so the timing excludes random number generation),
 no action validation, no policy. The last line reads `NAME: <steps/s per core> steps/s per core`,
 where per core = the all-threads rate divided by the thread count. The threads are OpenMP's, or
 the vecenv's own where the compiler has no OpenMP or PUFFGPU_OPENMP=0 (the line says which).
+For a JS game (a .js path) one more one-thread run with `rasterize = 0` (the drawing primitives
+do nothing) splits a step's time into the game logic (the game's JS and the p5 prelude's) and
+rasterizing (the C primitives).
 """
 
 import argparse
@@ -62,6 +67,11 @@ def main():
     print(f"{args.env}: {agents} agents, {used} threads ({kind}): {all_rate:,.0f} steps/s "
           f"({all_rate / one:.2f}x one thread)")
     name = Path(args.env).stem
+    if str(args.env).endswith(".js"):
+        logic, _, _ = steps_per_second(args.env, agents, 1, args.seconds, {"rasterize": 0})
+        total_us, logic_us = 1e6 / one, 1e6 / logic
+        print(f"{name}: one thread, {total_us:.1f} us/step = game logic (JS) {logic_us:.1f} us + rasterizing "
+              f"{max(total_us - logic_us, 0.0):.1f} us")
     print(f"{name}: {all_rate / used:.0f} steps/s per core")
 
 
