@@ -318,3 +318,54 @@ def test_shipped_games_step(name):
     for _ in range(500):
         env.step(rng.integers(0, env.act_sizes[0], (8, 1)).astype(np.float32))
     assert env.observations.std() > 0
+
+
+def _chromium():
+    import shutil
+    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["breakout", "flappy"])
+def test_browser_page_plays_and_the_c_env_replays(tmp_path, name):
+    """Headless Chromium plays a scripted episode in the page (the same p5 prelude, the JS
+    rasterizer), saves a screenshot and posts the recording; the C env replays it to the same
+    score and the same last frame."""
+    import subprocess
+    import threading
+    import time
+    from envs.js import browser
+    chrome = _chromium()
+    if chrome is None:
+        pytest.skip("no chromium (Debian: apt-get install chromium)")
+    game_file = GAMES / name / f"{name}.js"
+    rng = np.random.default_rng(3)
+    n = envs.make(str(game_file), 1, num_threads=1).act_sizes[0]
+    script = [int(a) for a in rng.integers(0, n, 600)]
+    rec_path = tmp_path / "rec.json"
+    browser.serve.url = None
+    t = threading.Thread(target=browser.serve, kwargs=dict(game=game_file, port=0, seed=11, record=rec_path,
+                                                          script=script, open_browser=False, once=True, quiet=True),
+                         daemon=True)
+    t.start()
+    for _ in range(100):
+        if getattr(browser.serve, "url", None):
+            break
+        time.sleep(0.05)
+    shot = tmp_path / "shot.png"
+    cmd = [chrome, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
+           f"--screenshot={shot}", "--window-size=560,640", "--virtual-time-budget=60000", browser.serve.url]
+    subprocess.run(cmd, capture_output=True, timeout=240)
+    t.join(timeout=60)
+    assert rec_path.is_file(), "the page posted no recording"
+    assert shot.is_file() and shot.stat().st_size > 1000
+    rec = browser.read_recording(rec_path)
+    assert rec["seed"] == 11 and rec["actions"] == script[:len(rec["actions"])] and len(rec["actions"]) > 10
+    res = browser.replay(rec_path)
+    assert res["score"] == rec["score"]
+    assert res["frame_sha256"] == rec["frame_sha256"]
+    assert res["match"]

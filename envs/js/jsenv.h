@@ -92,6 +92,8 @@ struct Env {
     JSValue fn_step, fn_reset;
     double fbuf[JS_FBUF];
     double out[4];    /* score, lives, state code (0 playing, 1 WIN, 2 GAMEOVER, 3 EXIT) */
+    double final_out[4];           /* out at the last episode's end */
+    unsigned char* final_frame;    /* canvas 0 at the last episode's end (replays compare it) */
     JsCanvas canvas[JS_MAX_CANVASES];
     int num_canvases, target;
     long ops_left, ops_budget;
@@ -483,6 +485,7 @@ void puf_init(Env* env, Dict* kwargs) {
     c->h = JS_PICTURE_HEIGHT;
     c->ch = 3;
     c->px = (unsigned char*)calloc((size_t)c->w * c->h, 3);
+    env->final_frame = (unsigned char*)calloc((size_t)c->w * c->h, 3);
     env->num_canvases = 1;
     env->rt = JS_NewRuntime();
     env->ctx = env->rt ? JS_NewContext(env->rt) : NULL;
@@ -578,6 +581,9 @@ void puf_step(Env* env) {
         env->log.episode_length += (float)env->steps;
         env->log.episode_return += (float)env->episode_return;
         env->log.n += 1;
+        memcpy(env->final_out, env->out, sizeof(env->out));
+        if (env->final_frame != NULL)
+            memcpy(env->final_frame, env->canvas[0].px, (size_t)JS_PICTURE_WIDTH * JS_PICTURE_HEIGHT * 3);
         js_begin_episode(env, js_next_seed(env));
         return;
     }
@@ -601,6 +607,8 @@ void puf_close(Env* env) {
     env->ctx = NULL;
     env->rt = NULL;
     for (int i = 0; i < env->num_canvases; i++) free(env->canvas[i].px);
+    free(env->final_frame);
+    env->final_frame = NULL;
     env->num_canvases = 0;
 }
 

@@ -47,6 +47,8 @@ const char* js_vec_message(VecEnv* vec, int index);
 void js_vec_reset_seed(VecEnv* vec, int index, unsigned int seed);
 unsigned int js_vec_episode_seed(VecEnv* vec, int index);
 void js_vec_state(VecEnv* vec, int index, double* out);
+void js_vec_final(VecEnv* vec, int index, unsigned char* frame, double* out);
+void js_vec_frame(VecEnv* vec, int index, unsigned char* frame);
 """
 
 
@@ -228,5 +230,15 @@ class JsEnv(VecEnv):
         return float(out[0]), float(out[1]), int(out[2])
 
     def frame(self, index=0):
-        """Env `index`'s picture as np.uint8 [H, W, C] (a copy of its observation row)."""
-        return self.observations[index].reshape(self.picture).copy()
+        """Env `index`'s picture as np.uint8 [H, W, 3] (RGB also for grayscale observations)."""
+        out = np.zeros((self.picture[0], self.picture[1], 3), np.uint8)
+        self._lib.js_vec_frame(self._live(), int(index), self._ffi.cast("unsigned char*", self._ffi.from_buffer(out)))
+        return out
+
+    def final(self, index=0):
+        """(RGB picture [H, W, 3], (score, lives, state code)) at the end of env `index`'s last
+        finished episode: the observation already shows the next one."""
+        frame = np.zeros((self.picture[0], self.picture[1], 3), np.uint8)
+        out = self._ffi.new("double[3]")
+        self._lib.js_vec_final(self._live(), int(index), self._ffi.cast("unsigned char*", self._ffi.from_buffer(frame)), out)
+        return frame, (float(out[0]), float(out[1]), int(out[2]))

@@ -31,3 +31,19 @@ void js_vec_state(VecEnv* vec, int index, double* out) {
     if (index < 0 || index >= vec->num_envs) return;
     for (int i = 0; i < 3; i++) out[i] = vec->envs[index].out[i];
 }
+
+/* The RGB picture ([H][W][3]) and score, lives, state code at env `index`'s last episode end
+ * (the observation already shows the next episode). */
+void js_vec_final(VecEnv* vec, int index, unsigned char* frame, double* out) {
+    if (index < 0 || index >= vec->num_envs) return;
+    Env* env = &vec->envs[index];
+    if (env->final_frame != NULL)
+        memcpy(frame, env->final_frame, (size_t)JS_PICTURE_WIDTH * JS_PICTURE_HEIGHT * 3);
+    for (int i = 0; i < 3; i++) out[i] = env->final_out[i];
+}
+
+/* The RGB picture of env `index` now ([H][W][3], also for grayscale observations). */
+void js_vec_frame(VecEnv* vec, int index, unsigned char* frame) {
+    if (index < 0 || index >= vec->num_envs) return;
+    memcpy(frame, vec->envs[index].canvas[0].px, (size_t)JS_PICTURE_WIDTH * JS_PICTURE_HEIGHT * 3);
+}
