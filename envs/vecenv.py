@@ -454,8 +454,5 @@ def make(name_or_path, total_agents, config=None, num_threads=None, seed=0, chec
     num_buffers: PufferLib's env buffers: the agents split into this many contiguous groups of
         whole envs, each stepped alone with env.step_buffer(b) (env.step() steps all).
     """
-    cls = VecEnv
-    if str(name_or_path).endswith(".js"):  # a p5.js-style game file (envs/js)
-        from .js.jsenv import JsEnv as cls
-    return cls(name_or_path, total_agents, config=config, num_threads=num_threads, seed=seed,
-               check_actions=check_actions, num_buffers=num_buffers)
+    return VecEnv(name_or_path, total_agents, config=config, num_threads=num_threads, seed=seed,
+                  check_actions=check_actions, num_buffers=num_buffers)

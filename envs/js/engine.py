@@ -19,7 +19,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from .. import build
+from ..build import _compiler, _compiler_version, _hash_parts, _pic_flags, cache_root, toolchain
 
 VERSION = "0.17.0.2"
 SDIST = f"quickjs_ng-{VERSION}.tar.gz"
@@ -35,7 +35,7 @@ class EngineError(RuntimeError):
 def engine_dir():
     """$PUFFGPU_QUICKJS_DIR, else quickjs/ in puffgpu's cache."""
     env = os.environ.get("PUFFGPU_QUICKJS_DIR")
-    return Path(env).expanduser() if env else build.cache_root() / "quickjs"
+    return Path(env).expanduser() if env else cache_root() / "quickjs"
 
 
 def _sha256(path):
@@ -115,13 +115,13 @@ def source_dir():
 def engine_objects(cc=None):
     """(object files, include folder) of the engine compiled with `cc` (default: the env
     compiler), compiled on first use into the cache."""
-    cc = cc or build._compiler()
-    if build.toolchain(cc) == "msvc":
+    cc = cc or _compiler()
+    if toolchain(cc) == "msvc":
         raise EngineError("JS envs need gcc or clang (the QuickJS-ng objects are not built with MSVC here); "
                           "set PUFFGPU_CC to gcc or clang")
     src = source_dir()
-    flags = FLAGS + build._pic_flags(sys.platform)
-    key = build._hash_parts([*cc, build._compiler_version(cc), *flags, SHA256])[:12]
+    flags = FLAGS + _pic_flags(sys.platform)
+    key = _hash_parts([*cc, _compiler_version(cc), *flags, SHA256])[:12]
     out = engine_dir() / f"obj-{key}"
     objs = [out / (Path(s).stem + ".o") for s in SOURCES]
     if all(o.is_file() for o in objs):
