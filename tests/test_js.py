@@ -191,7 +191,7 @@ def test_two_threads_give_the_frames_of_one():
     ("function draw() {\n  let x = ;\n}\n", r"game\.js:2: SyntaxError"),
     ("function setup() {}\nfunction resetGame() {}\nfunction getGameState() { return {score: 0} }\n"
      "function draw() {\n  if (frameCount > 1) undefinedThing.x = 1;\n}\n",
-     r"game\.js:5: ReferenceError: undefinedThing is not defined during draw\(\)(.|\n)*at draw"),
+     r"game\.js:5: ReferenceError: undefinedThing is not defined during a step(.|\n)*at draw"),
     ("function resetGame() {}\nfunction draw() {}\n", r"defines no getGameState\(\)"),
     ("function resetGame() {}\nfunction getGameState() { return {score: 0} }\n"
      "function draw() { if (frameCount > 1) loadImage('x.png'); }\n", r"loadImage\(\) is not supported"),

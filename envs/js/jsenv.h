@@ -146,7 +146,13 @@ static void js_report(Env* env, const char* during) {
         if (JS_IsString(st)) stack = JS_ToCString(ctx, st);
     }
     const char* text = msg ? msg : "(an exception that cannot be printed)";
-    if (strstr(text, "out of memory") != NULL) {
+    int oom = strstr(text, "out of memory") != NULL;
+    if (!oom && JS_IsNull(exc)) { /* out of memory even for the error object: QuickJS throws null */
+        JSMemoryUsage use;
+        JS_ComputeMemoryUsage(env->rt, &use);
+        oom = use.malloc_size + ((size_t)1 << 20) >= env->memory_limit;
+    }
+    if (oom) {
         js_fail(env, "%s: the game's JS heap ran out of its %zu MB during %s (runaway "
                 "allocation?); raise [js] memory_mb if the game really needs more (%s)", name,
                 env->memory_limit >> 20, during, env->game);
@@ -561,7 +567,7 @@ void puf_step(Env* env) {
     }
     float fa = ag->actions[0];
     int action = (fa >= 0 && fa < JS_NUM_ACTIONS) ? (int)fa : 0;
-    if (!js_call(env, env->fn_step, action, "draw()", env->ops_budget)) {
+    if (!js_call(env, env->fn_step, action, "a step (keyPressed(), draw(), getGameState())", env->ops_budget)) {
         ag->terminals[0] = 1;
         return;
     }

@@ -542,6 +542,7 @@
     Graphics.prototype[name] = function () {};
     G[name] = () => {};
   }
+  G.frameRate = () => 60; // p5's frameRate() reads the rate; setting it changes nothing here
   G.textWidth = (s) => String(s).length * main.textSizeV * 0.5;
   G.textAscent = () => main.textSizeV * 0.8;
   G.textDescent = () => main.textSizeV * 0.2;
@@ -580,6 +581,7 @@
     int: (x) => (typeof x === "string" ? parseInt(x, 10) : x | 0), float: (x) => parseFloat(x), str: (x) => String(x),
     boolean: (x) => !!x, nf: (x, l, r) => (r === undefined ? String(x) : (+x).toFixed(r)),
     millis: () => G.frameCount * 1000 / 60,
+    second: () => floor(G.frameCount / 60) % 60, minute: () => 0, hour: () => 0,
     random: (a, b) => {
       const r = rnd();
       if (a === undefined) return r;
@@ -656,6 +658,13 @@
     keyIsDown: (code) => down.has(code),
     pixelDensity: () => 1, displayDensity: () => 1,
   });
+
+  // Clocks count frames (60 a second), so a game timed by them replays identically.
+  const T0 = 1767225600000; // 2026-01-01
+  G.Date.now = () => T0 + G.frameCount * 1000 / 60;
+  if (G.performance && typeof G.performance.now === "function") {
+    try { G.performance.now = () => G.frameCount * 1000 / 60; } catch (e) { /* read-only in some browsers */ }
+  }
 
   // ---- the host contract ---------------------------------------------------------------------
   const STATES = { PLAYING: 0, WIN: 1, GAMEOVER: 2, EXIT: 3 };

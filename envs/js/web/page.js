@@ -84,7 +84,7 @@
     };
     setTimeout(run, 0);
   } else {
-    let next = performance.now();
+    let next = PUF_CLOCK();
     const frame = (now) => {
       if (done) return;
       while (now >= next && !done) { step(keyboardAction()); next += 1000 / 60; }
