@@ -287,6 +287,19 @@
     else if (r.colorModeName !== "rgb" && args.length <= 2) v = [v[2], v[2], v[2], v[3]];
     return v.map((x) => clampByte(x * 255));
   }
+  function byte(v) { // one level of an RGB-mode color as the integer a primitive draws with: the
+    v = +v;          // same as rgba(clampByte(v)) (v + 0.5 is in [0.5, 255.5], so | 0 is floor)
+    return v > 0 ? (v < 255 ? (v + 0.5) | 0 : 255) : 0;
+  }
+  function fastRgb(r, a, b, c, d) { // fill(...)'s integer color when every argument is a number in
+    // RGB mode with 255 maxes (the common case; the same result as rgba(makeColor(...))), else null
+    if (typeof a !== "number" || r.maxes !== RGB_MAXES || r.colorModeName !== "rgb") return null;
+    if (c === undefined) { const g = byte(a); return [g, g, g, b === undefined ? 255 : byte(b)]; }
+    return [byte(a), byte(b), byte(c), d === undefined ? 255 : byte(d)];
+  }
+  function argList(a, b, c, d) { // the arguments of a call of up to four, trailing undefined dropped
+    return d !== undefined ? [a, b, c, d] : c !== undefined ? [a, b, c] : b !== undefined ? [a, b] : a !== undefined ? [a] : [];
+  }
   function rgba(levels) { // the integer color a primitive draws with
     return [floor(levels[0] + 0.5), floor(levels[1] + 0.5), floor(levels[2] + 0.5), floor(levels[3] + 0.5)];
   }
@@ -307,8 +320,7 @@
       this.setSize(w, h);
     }
     setSize(w, h) { this.width = w; this.height = h; this.base = [this.pw / w, 0, 0, this.ph / h, 0, 0]; this.resetMatrix(); }
-    resetMatrix() { this.m = this.base.slice(); }
-    use() { if (current !== this) { N.target(this.id); current = this; } }
+    resetMatrix() { const b = this.base; this.m = [b[0], b[1], b[2], b[3], b[4], b[5]]; }
     ang(a) { return this.angleM === "degrees" ? a * PI_ / 180 : a; }
     // transforms
     translate(x, y) { const m = this.m; m[4] += m[0] * x + m[2] * y; m[5] += m[1] * x + m[3] * y; }
@@ -331,7 +343,8 @@
     shearX(a) { this.applyMatrix(1, 0, tan(this.ang(a)), 1, 0, 0); }
     shearY(a) { this.applyMatrix(1, tan(this.ang(a)), 0, 1, 0, 0); }
     push() {
-      this.stack.push([this.m.slice(), this.fillC, this.strokeC, this.doFill, this.doStroke, this.sw, this.rectM,
+      const m = this.m;
+      this.stack.push([[m[0], m[1], m[2], m[3], m[4], m[5]], this.fillC, this.strokeC, this.doFill, this.doStroke, this.sw, this.rectM,
         this.ellipseM, this.colorModeName, this.maxes, this.textSizeV, this.angleM]);
     }
     pop() {
@@ -342,9 +355,9 @@
       this.angleM = s[11];
     }
     // style
-    fill() { this.fillC = rgba(makeColor(this, arguments)); this.doFill = true; }
+    fill(a, b, c, d) { this.fillC = fastRgb(this, a, b, c, d) || rgba(makeColor(this, argList(a, b, c, d))); this.doFill = true; }
     noFill() { this.doFill = false; }
-    stroke() { this.strokeC = rgba(makeColor(this, arguments)); this.doStroke = true; }
+    stroke(a, b, c, d) { this.strokeC = fastRgb(this, a, b, c, d) || rgba(makeColor(this, argList(a, b, c, d))); this.doStroke = true; }
     noStroke() { this.doStroke = false; }
     strokeWeight(w) { this.sw = +w; }
     colorMode(mode, a, b, c, d) {
@@ -353,9 +366,9 @@
       else this.maxes = mode === "hsb" ? [360, 100, 100, 1] : mode === "hsl" ? [360, 100, 100, 1] : RGB_MAXES;
       if (mode === "rgb" && this.maxes.every((v) => v === 255)) this.maxes = RGB_MAXES;
     }
-    background() {
-      if (arguments[0] instanceof Graphics) return; // a background image: not in the subset's rules
-      const c = rgba(makeColor(this, arguments));
+    background(a, b, c0, d) {
+      if (a instanceof Graphics) return; // a background image: not in the subset's rules
+      const c = fastRgb(this, a, b, c0, d) || rgba(makeColor(this, argList(a, b, c0, d)));
       this.use(); N.background(c[0], c[1], c[2], c[3]);
     }
     clear() { this.use(); N.clear(); }
@@ -428,9 +441,20 @@
     // shapes
     rect(x, y, w, h) {
       if (h === undefined) h = w;
-      const b = modeBox(this.rectM, +x, +y, +w, +h);
-      x = b[0]; y = b[1]; w = b[2]; h = b[3];
-      this.shapePoly([x, y, x + w, y, x + w, y + h, x, y + h], true);
+      x = +x; y = +y; w = +w; h = +h;
+      if (this.rectM !== "corner") {
+        const b = modeBox(this.rectM, x, y, w, h);
+        x = b[0]; y = b[1]; w = b[2]; h = b[3];
+      }
+      if (this.doFill) { // fillPoly of the four corners, without the arrays
+        const m = this.m, x1 = x + w, y1 = y + h, col = this.fillC;
+        F[0] = m[0] * x + m[2] * y + m[4]; F[1] = m[1] * x + m[3] * y + m[5];
+        F[2] = m[0] * x1 + m[2] * y + m[4]; F[3] = m[1] * x1 + m[3] * y + m[5];
+        F[4] = m[0] * x1 + m[2] * y1 + m[4]; F[5] = m[1] * x1 + m[3] * y1 + m[5];
+        F[6] = m[0] * x + m[2] * y1 + m[4]; F[7] = m[1] * x + m[3] * y1 + m[5];
+        this.use(); N.poly(4, col[0], col[1], col[2], col[3]);
+      }
+      if (this.doStroke && this.sw > 0) this.outline([x, y, x + w, y, x + w, y + h, x, y + h], true);
     }
     square(x, y, s) { this.rect(x, y, s, s); }
     ellipse(x, y, w, h) {
@@ -439,6 +463,7 @@
       this.ellipseShape(b[0] + b[2] / 2, b[1] + b[3] / 2, absN(b[2]) / 2, absN(b[3]) / 2);
     }
     circle(x, y, d) { this.ellipse(x, y, d, d); }
+    use() { if (current !== this) { N.target(this.id); current = this; } }
     arc(x, y, w, h, start, stop, mode) {
       const b = modeBox(this.ellipseM, +x, +y, +w, +h);
       x = b[0]; y = b[1]; w = b[2]; h = b[3];
@@ -530,6 +555,19 @@
     Graphics.prototype[name] = function () { return fn.apply(this._r, arguments); };
     G[name] = function () { return fn.apply(main, arguments); };
   }
+  // the most frequent calls without `arguments` (QuickJS builds that object on every call)
+  G.fill = (a, b, c, d) => main.fill(a, b, c, d);
+  G.stroke = (a, b, c, d) => main.stroke(a, b, c, d);
+  G.noFill = () => { main.doFill = false; };
+  G.noStroke = () => { main.doStroke = false; };
+  G.rect = (x, y, w, h) => main.rect(x, y, w, h);
+  G.ellipse = (x, y, w, h) => main.ellipse(x, y, w, h);
+  G.circle = (x, y, d) => main.ellipse(x, y, d, d);
+  G.background = (a, b, c, d) => main.background(a, b, c, d);
+  G.push = () => main.push();
+  G.pop = () => main.pop();
+  G.translate = (x, y) => main.translate(x, y);
+  G.line = (a, b, c, d) => main.line(a, b, c, d);
   const MODES = { rectMode: "rectM", ellipseMode: "ellipseM", imageMode: "imageM", angleMode: "angleM" };
   for (const name in MODES) {
     Graphics.prototype[name] = function (m) { this._r[MODES[name]] = m; };
