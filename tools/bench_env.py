@@ -8,8 +8,9 @@ Random valid actions (a pool cycled through, so the timing excludes random numbe
 no action validation, no policy. The last line reads `NAME: <steps/s per core> steps/s per core`,
 where per core = the all-threads rate divided by the thread count. The threads are OpenMP's, or
 the vecenv's own where the compiler has no OpenMP or PUFFGPU_OPENMP=0 (the line says which).
-For a JS game (a .js path) one more one-thread run with `rasterize = 0` (the drawing primitives
-do nothing) splits a step's time into the game logic (the game's JS and the p5 prelude's) and
+For a JS game (a .js path) two more one-thread runs, timed by the process's CPU time (so that
+other load on the machine does not change them), one with `rasterize = 0` (the drawing primitives
+do nothing), split a step's time into the game logic (the game's JS and the p5 prelude's) and
 rasterizing (the C primitives).
 """
 
@@ -26,7 +27,10 @@ from envs.console import safe_console  # noqa: E402
 from envs.vecenv import usable_cpus  # noqa: E402
 
 
-def steps_per_second(name, agents, threads, seconds, config):
+def steps_per_second(name, agents, threads, seconds, config, cpu=False):
+    """(agent steps per second, threads, thread kind); cpu=True divides by the process's CPU
+    time instead of the wall time (a one-thread rate that other load on the machine does not
+    change)."""
     env = envs.make(name, agents, config=config, num_threads=threads, check_actions=False)
     rng = np.random.default_rng(0)
     pool = [rng.integers(0, env.act_sizes, size=env.actions.shape).astype(np.float32)
@@ -35,7 +39,7 @@ def steps_per_second(name, agents, threads, seconds, config):
     for i in range(20):  # warm up caches and the OpenMP thread team
         env.actions[:] = pool[i % 16]
         env.step()
-    steps, start = 0, time.perf_counter()
+    steps, start, cpu_start = 0, time.perf_counter(), time.process_time()
     while True:
         for i in range(50):
             env.actions[:] = pool[i % 16]
@@ -44,6 +48,8 @@ def steps_per_second(name, agents, threads, seconds, config):
         elapsed = time.perf_counter() - start
         if elapsed >= seconds:
             break
+    if cpu:
+        elapsed = time.process_time() - cpu_start
     env.close()
     return steps * env.num_agents / elapsed, env.num_threads, env.threads_kind
 
@@ -67,11 +73,12 @@ def main():
     print(f"{args.env}: {agents} agents, {used} threads ({kind}): {all_rate:,.0f} steps/s "
           f"({all_rate / one:.2f}x one thread)")
     name = Path(args.env).stem
-    if str(args.env).endswith(".js"):
-        logic, _, _ = steps_per_second(args.env, agents, 1, args.seconds, {"rasterize": 0})
-        total_us, logic_us = 1e6 / one, 1e6 / logic
-        print(f"{name}: one thread, {total_us:.1f} us/step = game logic (JS) {logic_us:.1f} us + rasterizing "
-              f"{max(total_us - logic_us, 0.0):.1f} us")
+    if str(args.env).endswith(".js"):  # CPU time: the split should not depend on the machine's load
+        total, _, _ = steps_per_second(args.env, agents, 1, args.seconds, None, cpu=True)
+        logic, _, _ = steps_per_second(args.env, agents, 1, args.seconds, {"rasterize": 0}, cpu=True)
+        total_us, logic_us = 1e6 / total, 1e6 / logic
+        print(f"{name}: one thread, per CPU second {total:,.0f} steps/s: {total_us:.1f} us/step = game logic (JS) "
+              f"{logic_us:.1f} us + rasterizing {max(total_us - logic_us, 0.0):.1f} us")
     print(f"{name}: {all_rate / used:.0f} steps/s per core")
 
 
