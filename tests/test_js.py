@@ -369,3 +369,15 @@ def test_browser_page_plays_and_the_c_env_replays(tmp_path, name):
     assert res["score"] == rec["score"]
     assert res["frame_sha256"] == rec["frame_sha256"]
     assert res["match"]
+
+
+def test_engine_source_missing_or_wrong_is_a_clear_error(tmp_path, monkeypatch):
+    from envs.js import engine
+    monkeypatch.setenv("PUFFGPU_QUICKJS_DIR", str(tmp_path))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")  # as on a machine that cannot reach the index
+    monkeypatch.delenv("PUFFGPU_QUICKJS_SDIST", raising=False)
+    with pytest.raises(engine.EngineError, match=r"(?s)pip download quickjs-ng==0\.17\.0\.2.*" + str(tmp_path)):
+        engine.sdist_path()
+    (tmp_path / engine.SDIST).write_bytes(b"not the sdist")
+    with pytest.raises(engine.EngineError, match="not the pinned"):
+        engine.sdist_path()
