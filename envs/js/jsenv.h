@@ -500,7 +500,6 @@ void puf_init(Env* env, Dict* kwargs) {
         return;
     }
     JS_SetMemoryLimit(env->rt, env->memory_limit);
-    JS_SetGCThreshold(env->rt, (size_t)16 << 20);
     JS_SetInterruptHandler(env->rt, js_interrupt, env);
     JS_SetContextOpaque(env->ctx, env);
     JSContext* ctx = env->ctx;
