@@ -420,6 +420,41 @@ static char* js_read_file(const char* path, size_t* len) {
     return buf;
 }
 
+/* Compiled scripts, kept per module: envs are created one after another (vec_create runs on one
+ * thread), and the second env of a file reuses the first one's bytecode instead of parsing the
+ * prelude and the game again (the source is compared, so an edited file is compiled afresh). */
+typedef struct JsCompiled { char* path; char* src; size_t len; uint8_t* bc; size_t bc_len; } JsCompiled;
+static JsCompiled js_compiled[2];
+
+static JsCompiled* js_compiled_for(const char* path, const char* src, size_t len) {
+    for (int i = 0; i < 2; i++) {
+        JsCompiled* c = &js_compiled[i];
+        if (c->path && strcmp(c->path, path) == 0 && c->len == len && memcmp(c->src, src, len) == 0) return c;
+    }
+    return NULL;
+}
+
+static void js_compiled_keep(const char* path, const char* src, size_t len, const uint8_t* bc, size_t bc_len) {
+    JsCompiled* c = &js_compiled[0];
+    for (int i = 0; i < 2; i++)  /* the slot of this path, else the first free one, else slot 1 */
+        if (js_compiled[i].path && strcmp(js_compiled[i].path, path) == 0) { c = &js_compiled[i]; goto have; }
+    c = js_compiled[0].path == NULL ? &js_compiled[0] : &js_compiled[1];
+have:
+    free(c->path); free(c->src); free(c->bc);
+    c->path = dict_strdup(path);
+    c->src = (char*)malloc(len + 1);
+    c->bc = (uint8_t*)malloc(bc_len);
+    if (c->path == NULL || c->src == NULL || c->bc == NULL) {
+        free(c->path); free(c->src); free(c->bc);
+        memset(c, 0, sizeof(*c));
+        return;
+    }
+    memcpy(c->src, src, len);
+    c->len = len;
+    memcpy(c->bc, bc, bc_len);
+    c->bc_len = bc_len;
+}
+
 static int js_eval_file(Env* env, const char* path, const char* during) {
     size_t len = 0;
     char* src = js_read_file(path, &len);
@@ -428,13 +463,29 @@ static int js_eval_file(Env* env, const char* path, const char* during) {
         return 0;
     }
     env->ops_left = env->ops_budget * 4;
-    JSValue r = JS_Eval(env->ctx, src, len, path, JS_EVAL_TYPE_GLOBAL);
+    JSContext* ctx = env->ctx;
+    JsCompiled* done = js_compiled_for(path, src, len);
+    JSValue fn;
+    if (done != NULL) {
+        fn = JS_ReadObject(ctx, done->bc, done->bc_len, JS_READ_OBJ_BYTECODE);
+    } else {
+        fn = JS_Eval(ctx, src, len, path, JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_COMPILE_ONLY);
+        if (!JS_IsException(fn)) {
+            size_t bc_len = 0;
+            uint8_t* bc = JS_WriteObject(ctx, &bc_len, fn, JS_WRITE_OBJ_BYTECODE);
+            if (bc != NULL) {
+                js_compiled_keep(path, src, len, bc, bc_len);
+                js_free(ctx, bc);
+            }
+        }
+    }
     free(src);
+    JSValue r = JS_IsException(fn) ? fn : JS_EvalFunction(ctx, fn);  /* EvalFunction frees fn */
     if (JS_IsException(r)) {
         js_report(env, during);
         return 0;
     }
-    JS_FreeValue(env->ctx, r);
+    JS_FreeValue(ctx, r);
     return 1;
 }
 
