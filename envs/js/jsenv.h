@@ -106,9 +106,6 @@ struct Env {
     char err[JS_ERR];
 };
 
-/* The last puf_init failure, for the host to raise (vec_create runs on one thread; errors while
- * stepping stay in their env: envs/js/jsvec.c finds them). */
-static char js_error_text[JS_ERR];
 
 static const char* js_basename(const char* path) {
     const char* b = path;
@@ -122,8 +119,7 @@ static void js_fail(Env* env, const char* fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(env->err, sizeof(env->err), fmt, ap);
     va_end(ap);
-    env->failed = 1;
-    if (env->steps < 0) memcpy(js_error_text, env->err, sizeof(js_error_text));
+    env->failed = 1;  /* the host finds the message in the env (envs/js/jsvec.c) */
 }
 
 /* ---- errors: the game's file and line first, then the JS stack ---------------------------- */
@@ -420,11 +416,18 @@ static char* js_read_file(const char* path, size_t* len) {
     return buf;
 }
 
-/* Compiled scripts, kept per module: envs are created one after another (vec_create runs on one
- * thread), and the second env of a file reuses the first one's bytecode instead of parsing the
- * prelude and the game again (the source is compared, so an edited file is compiled afresh). */
+/* Compiled scripts, kept per module: the second env of a file reuses the first one's bytecode
+ * instead of parsing the prelude and the game again (the source is compared, so an edited file is
+ * compiled afresh). A lock, as two vecenvs may be created at once from two Python threads. */
 typedef struct JsCompiled { char* path; char* src; size_t len; uint8_t* bc; size_t bc_len; } JsCompiled;
 static JsCompiled js_compiled[2];
+static char js_compiled_busy;
+
+static void js_compiled_lock(void) {
+    while (__atomic_test_and_set(&js_compiled_busy, __ATOMIC_ACQUIRE)) {
+    }
+}
+static void js_compiled_unlock(void) { __atomic_clear(&js_compiled_busy, __ATOMIC_RELEASE); }
 
 static JsCompiled* js_compiled_for(const char* path, const char* src, size_t len) {
     for (int i = 0; i < 2; i++) {
@@ -464,17 +467,22 @@ static int js_eval_file(Env* env, const char* path, const char* during) {
     }
     env->ops_left = env->ops_budget * 4;
     JSContext* ctx = env->ctx;
+    js_compiled_lock();
     JsCompiled* done = js_compiled_for(path, src, len);
     JSValue fn;
     if (done != NULL) {
         fn = JS_ReadObject(ctx, done->bc, done->bc_len, JS_READ_OBJ_BYTECODE);
+        js_compiled_unlock();
     } else {
+        js_compiled_unlock();
         fn = JS_Eval(ctx, src, len, path, JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_COMPILE_ONLY);
         if (!JS_IsException(fn)) {
             size_t bc_len = 0;
             uint8_t* bc = JS_WriteObject(ctx, &bc_len, fn, JS_WRITE_OBJ_BYTECODE);
             if (bc != NULL) {
+                js_compiled_lock();
                 js_compiled_keep(path, src, len, bc, bc_len);
+                js_compiled_unlock();
                 js_free(ctx, bc);
             }
         }
@@ -524,7 +532,6 @@ static void js_set_fn(Env* env, JSValue* slot, const char* name) {
 
 void puf_init(Env* env, Dict* kwargs) {
     env->num_agents = 1;
-    env->steps = -1; /* loading */
     env->host = env->fn_step = env->fn_reset = JS_UNDEFINED;
     const char* game = dict_get_str(kwargs, "js_game");
     const char* prelude = dict_get_str(kwargs, "js_prelude");
@@ -676,8 +683,5 @@ void puf_log(Log* log, Dict* out) {
     dict_set(out, "episode_length", log->episode_length);
     dict_set(out, "episode_return", log->episode_return);
 }
-
-/* The message of the last env that failed in puf_init (envs are created on one thread). */
-const char* js_init_error(void) { return js_error_text; }
 
 #endif /* PUF_JSENV_H */

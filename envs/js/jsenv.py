@@ -41,7 +41,6 @@ JS_DEFAULTS = {"picture_width": 64, "picture_height": 64, "picture_channels": 3,
 INTERNAL_KEYS = ("js_game", "js_prelude", "js_actions")
 
 CDEF = """
-const char* js_init_error(void);
 int js_vec_failed(VecEnv* vec);
 const char* js_vec_message(VecEnv* vec, int index);
 void js_vec_reset_seed(VecEnv* vec, int index, unsigned int seed);
