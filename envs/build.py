@@ -62,6 +62,7 @@ typedef ... Dict;
 typedef struct VecEnv VecEnv;
 
 int vec_obs_size(void);
+void vec_picture(int* out);
 int vec_num_atns(void);
 void vec_act_sizes(int* out);
 int vec_obs_bytes(void);
@@ -81,6 +82,7 @@ VecEnv* vec_create(int total_agents, Dict* kwargs, unsigned int seed, int num_th
                    char* err, int err_len);
 int vec_num_envs(VecEnv* vec);
 int vec_num_agents(VecEnv* vec);
+int vec_env_obs_size(VecEnv* vec);
 void vec_env_agents(VecEnv* vec, int* out);
 void vec_set_threads(VecEnv* vec, int num_threads);
 void vec_set_clear_outputs(VecEnv* vec, int on);

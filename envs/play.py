@@ -11,10 +11,14 @@
                                                         #       Go-Explore route (python -m envs.archive)
     python -m envs.play path/to/game.js --browser       # a JS game in a browser page, recorded
     python -m envs.play --replay game-<time>.recording.json   # ... replayed in the C env
+    python -m envs.play breakout --scripted --gif b.gif # a picture env: what the agent sees, 4x
+    python -m envs.play pixel_platformer --render-view  # a picture env's own render() instead
 
 Humans play the exact env the agents train on (same C header, same frameskip). Keys also reach the
 env's own raylib input calls (IsKeyDown, IsKeyPressed), so a PufferLib env's human controls work
-(e.g. hold Left Shift in asteroids while --random plays). A window needs a display (use
+(e.g. hold Left Shift in asteroids while --random plays). For an env that declares a picture
+(env.picture), the window and the GIF show the agent's observation picture, each pixel a
+--view-scale square; --render-view shows the env's render() instead. A window needs a display (use
 `xvfb-run -a` on a headless machine); --gif and --png need none.
 """
 
@@ -41,8 +45,25 @@ def _platformer_keys(glfw, down, actions):
         actions[1] = 0
 
 
+def _breakout_keys(glfw, down, actions):
+    left = glfw.KEY_LEFT in down or glfw.KEY_A in down
+    right = glfw.KEY_RIGHT in down or glfw.KEY_D in down
+    fire = bool(down & {glfw.KEY_UP, glfw.KEY_W, glfw.KEY_SPACE})
+    move = 1 if left and not right else 2 if right and not left else 0
+    actions[0] = (3, 4, 5)[move] if fire else move  # 0 none, 1/2 left/right, 3 fire, 4/5 left/right+fire
+
+
 # Real-time envs map held keys to actions and step at a fixed rate; the others are turn-based.
-REALTIME_KEYS = {"platformer": _platformer_keys}
+REALTIME_KEYS = {"platformer": _platformer_keys, "pixel_platformer": _platformer_keys,
+                 "pixel_platformer_small": _platformer_keys, "breakout": _breakout_keys}
+
+
+def _frame(env, args):
+    """What the window and the GIF show of agent 0: its picture (for an env that declares one,
+    unless --render-view) or the env's render()."""
+    if env.picture is not None and not args.render_view:
+        return env.agent_view(0, args.view_scale)
+    return env.render(0)
 
 # glfw key codes -> the browser's keyCode, which JS games read (letters and digits are the same)
 _DOM_KEYS = {262: 39, 263: 37, 264: 40, 265: 38, 257: 13, 256: 27, 340: 16, 344: 16, 341: 17, 345: 17}
@@ -108,13 +129,13 @@ def record(env, args):
     if act is None:
         sys.exit("--gif/--png record without a window: add --scripted or --random")
     env.reset()
-    frames = [env.render(0)]
+    frames = [_frame(env, args)]
     for _ in range(args.max_steps):
         act()
         env.step()
         if env.terminals[0]:
             break
-        frames.append(env.render(0))
+        frames.append(_frame(env, args))
     log = env.log()
     print(f"{env.name}: {len(frames)} frames" + (f", {_fmt(log)}" if log else ", episode not finished"))
     return frames
@@ -135,7 +156,7 @@ def play(env, args):
     if getattr(env, "actions_table", None):
         keymap = _js_keymap(env)
     env.reset()
-    frame = env.render(0)
+    frame = _frame(env, args)
     viewer = Viewer(f"puffgpu {env.name}", frame.shape[1], frame.shape[0], scale=args.scale)
     head, episodes = 0, 0
     if act is None and keymap is None:
@@ -177,7 +198,7 @@ def play(env, args):
         if stepped and env.terminals[0]:
             episodes += 1
             print(f"episode {episodes}: {_fmt(env.log())}")
-        frame = env.render(0)
+        frame = _frame(env, args)
         next_time += period
         delay = next_time - time.perf_counter()
         if delay > 0:
@@ -203,6 +224,10 @@ def main(argv=None):
     p.add_argument("--max-steps", type=int, default=5000, help="longest recorded episode")
     p.add_argument("--seed", type=int, default=0, help="env seed (and --random's)")
     p.add_argument("--scale", type=int, default=4, help="window pixels per env pixel")
+    p.add_argument("--render-view", action="store_true",
+                   help="show the env's render() even if it declares a picture (default: the agent's picture)")
+    p.add_argument("--view-scale", type=int, default=4,
+                   help="GIF/window pixels per picture pixel of the agent's view (default 4)")
     p.add_argument("--fps", type=float, default=None,
                    help="steps per second (default: 60/frameskip for envs with frameskip, else 30)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",

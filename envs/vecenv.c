@@ -9,7 +9,10 @@
  * agent order. The host owns the flat arrays
  *     observations [N][OBS_SIZE] obs_t, actions [N][NUM_ATNS] f32, rewards [N] f32,
  *     terminals [N] f32, action_mask [N][sum ACT_SIZES] u8
- * and vec_bind aims every Agent at its rows. PufferLib's num_buffers groups are contiguous env
+ * and vec_bind aims every Agent at its rows. An env whose [env] keys size its observation (a
+ * picture drawn at a configured size) also defines PUF_OBS_SIZE(env), its row size after puf_init;
+ * OBS_SIZE is then only the size at its ini's defaults, and every env of a vecenv must agree.
+ * PufferLib's num_buffers groups are contiguous env
  * ranges [lo, hi): vec_step_range steps one, and two ranges may be stepped at once from two host
  * threads (they share no memory). Nothing is allocated per step.
  */
@@ -37,10 +40,34 @@ _Static_assert(sizeof((int[])ACT_SIZES) / sizeof(int) == NUM_ATNS,
     (VEC_AGENTS_IS_POINTER ? (1 << 30) : (int)(sizeof(((Env*)0)->agents) / sizeof(Agent)))
 #define VEC_LOG_FIELDS ((int)(sizeof(Log) / sizeof(float)))
 
+/* An env's observation row: OBS_SIZE, or what PUF_OBS_SIZE(env) says after its puf_init. */
+#ifdef PUF_OBS_SIZE
+#define VEC_ENV_OBS_SIZE(env) ((int)(PUF_OBS_SIZE(env)))
+#else
+#define VEC_ENV_OBS_SIZE(env) ((int)(OBS_SIZE))
+#endif
+
+/* A picture declared in the header: the last H*W*C values of each observation row, rows from the
+ * top, channels last. An env drawn at a configured size declares it with the [env] keys
+ * picture_height/picture_width/picture_channels instead (envs/vecenv.py reads those). */
+#if defined(PICTURE_WIDTH) || defined(PICTURE_HEIGHT) || defined(PICTURE_CHANNELS)
+#if !defined(PICTURE_WIDTH) || !defined(PICTURE_HEIGHT) || !defined(PICTURE_CHANNELS)
+#error "a picture is declared by all three of PICTURE_WIDTH, PICTURE_HEIGHT and PICTURE_CHANNELS"
+#endif
+#define VEC_PICTURE_H (PICTURE_HEIGHT)
+#define VEC_PICTURE_W (PICTURE_WIDTH)
+#define VEC_PICTURE_C (PICTURE_CHANNELS)
+#else
+#define VEC_PICTURE_H 0
+#define VEC_PICTURE_W 0
+#define VEC_PICTURE_C 0
+#endif
+
 typedef struct VecEnv {
     Env* envs;        /* [num_envs] */
     int num_envs;
     int num_agents;   /* N = sum of envs[i].num_agents */
+    int obs_size;     /* values per observation row (VEC_ENV_OBS_SIZE, equal for every env) */
     int num_threads;
     int clear_outputs; /* zero rewards/terminals before puf_step, as PufferLib's trainer does */
     Dict log_out;     /* what puf_log names (C-owned: dict_set may grow it) */
@@ -49,6 +76,12 @@ typedef struct VecEnv {
 
 /* ---- Compile-time facts about the env, for the Python side ---- */
 int vec_obs_size(void) { return OBS_SIZE; }
+/* (height, width, channels) of the header's picture macros; zeros if it declares none. */
+void vec_picture(int* out) {
+    out[0] = VEC_PICTURE_H;
+    out[1] = VEC_PICTURE_W;
+    out[2] = VEC_PICTURE_C;
+}
 int vec_num_atns(void) { return NUM_ATNS; }
 void vec_act_sizes(int* out) {
     for (int i = 0; i < NUM_ATNS; i++) out[i] = vec_act_sizes_table[i];
@@ -162,6 +195,19 @@ VecEnv* vec_create(int total_agents, Dict* kwargs, unsigned int seed, int num_th
                      "at num_agents Agent structs");
             goto fail;
         }
+        int size = VEC_ENV_OBS_SIZE(env);
+        if (size < 1) {
+            snprintf(err, err_len, "puf_init left %d observation values per agent (PUF_OBS_SIZE): the "
+                     "env rejected the [env] keys that size its observation (its header says which "
+                     "values it accepts)", size);
+            goto fail;
+        }
+        if (n > 1 && size != vec->obs_size) {
+            snprintf(err, err_len, "env %d has %d observation values per agent (PUF_OBS_SIZE), env 0 "
+                     "has %d; every env of a vecenv needs the same", n - 1, size, vec->obs_size);
+            goto fail;
+        }
+        vec->obs_size = size;
         agents += env->num_agents;
     }
     vec->num_agents = agents;
@@ -182,6 +228,7 @@ fail:
 
 int vec_num_envs(VecEnv* vec) { return vec->num_envs; }
 int vec_num_agents(VecEnv* vec) { return vec->num_agents; }
+int vec_env_obs_size(VecEnv* vec) { return vec->obs_size; }
 /* Agents of each env: out[num_envs]. */
 void vec_env_agents(VecEnv* vec, int* out) {
     for (int e = 0; e < vec->num_envs; e++) out[e] = vec->envs[e].num_agents;
@@ -202,7 +249,7 @@ void vec_bind(VecEnv* vec, void* observations, float* actions, float* rewards, f
         Env* env = &vec->envs[e];
         for (int a = 0; a < env->num_agents; a++, row++) {
             Agent* agent = &env->agents[a];
-            agent->observations = (obs_t*)observations + (size_t)row * OBS_SIZE;
+            agent->observations = (obs_t*)observations + (size_t)row * vec->obs_size;
             agent->actions = actions + (size_t)row * NUM_ATNS;
             agent->rewards = rewards + row;
             agent->terminals = terminals + row;
@@ -335,9 +382,12 @@ void vec_set_mouse(float x, float y, int buttons) {
 }
 
 /* An env may ship a rule-based policy on its observation (for demos and tests) by defining
- * PUF_SCRIPTED_POLICY as a function void f(const obs_t* obs, float* actions). */
+ * PUF_SCRIPTED_POLICY as a function void f(const obs_t* obs, float* actions), or, when reading
+ * the observation needs the env's configuration (a picture drawn at a configured size),
+ * PUF_SCRIPTED_ENV_POLICY as void f(Env* env, int agent), which reads that agent's observation
+ * and writes its actions. */
 int vec_has_scripted(void) {
-#ifdef PUF_SCRIPTED_POLICY
+#if defined(PUF_SCRIPTED_POLICY) || defined(PUF_SCRIPTED_ENV_POLICY)
     return 1;
 #else
     return 0;
@@ -345,11 +395,15 @@ int vec_has_scripted(void) {
 }
 
 void vec_scripted(VecEnv* vec) {
-#ifdef PUF_SCRIPTED_POLICY
+#if defined(PUF_SCRIPTED_POLICY) || defined(PUF_SCRIPTED_ENV_POLICY)
     for (int e = 0; e < vec->num_envs; e++) {
         Env* env = &vec->envs[e];
         for (int a = 0; a < env->num_agents; a++) {
+#ifdef PUF_SCRIPTED_ENV_POLICY
+            PUF_SCRIPTED_ENV_POLICY(env, a);
+#else
             PUF_SCRIPTED_POLICY(env->agents[a].observations, env->agents[a].actions);
+#endif
         }
     }
 #else

@@ -19,6 +19,14 @@ The [env] config reaches the C env's puf_init as PufferLib's Dict (numbers, true
 comma lists, read with dict_get/dict_get_str). With num_buffers > 1 the agents form PufferLib's
 env buffers: env.step_buffer(b) steps buffer b alone, without the GIL (see make()).
 
+An env that shows the agent a picture declares it, and env.picture is then (height, width,
+channels) (else None): the last H·W·C values of each observation row, rows from the top, channels
+last (HWC), after any other features. A header that draws at a fixed size declares it with the
+macros PICTURE_HEIGHT, PICTURE_WIDTH, PICTURE_CHANNELS; an env drawn at a configured size reads
+the [env] keys picture_height, picture_width, picture_channels with dict_get (and sizes its row
+with PUF_OBS_SIZE(env)), and those keys are its declaration. uint8 pictures hold 0..255, float
+ones [0, 1]. env.agent_view(i) is agent i's picture as an RGB image, for eyes and GIFs.
+
 A trainer needs three more calls, which stand for whatever an env keeps beyond its arrays (a
 Go-Explore env: its archive), so that the trainer names no env feature:
     env.epoch_metrics()             at rollout end: {key: value} to log as env/<key>
@@ -38,6 +46,8 @@ from .goexplore import GoExploreMixin, check_config
 # PufferLib 5.0's default.ini [env] section: present in every env's config, so a trainer can pass
 # the merged [env] section and headers may read these keys with dict_get.
 DEFAULT_ENV_KEYS = {"dr": 0, "num_agents": 1, "num_bots": 0}
+# The [env] keys that declare a picture, in env.picture's order.
+PICTURE_KEYS = ("picture_height", "picture_width", "picture_channels")
 
 
 def env_headers(*folders):
@@ -126,7 +136,6 @@ class VecEnv(GoExploreMixin):
 
         mod = self._load_module(header)
         self._ffi, self._lib = ffi, lib = mod.ffi, mod.lib
-        self.obs_size = lib.vec_obs_size()
         sizes = ffi.new("int[]", lib.vec_num_atns())
         lib.vec_act_sizes(sizes)
         self.act_sizes = tuple(sizes)
@@ -154,6 +163,12 @@ class VecEnv(GoExploreMixin):
             raise ValueError(f"creating {self.name} envs failed: {ffi.string(err).decode()}")
         self.num_envs = lib.vec_num_envs(self._vec)
         self.num_agents = n = lib.vec_num_agents(self._vec)
+        self.obs_size = lib.vec_env_obs_size(self._vec)  # the row after puf_init (PUF_OBS_SIZE)
+        try:
+            self.picture = self._declared_picture(name_or_path)
+        except ValueError:
+            self.close()
+            raise
         # More threads than CPUs (PufferLib's default is 16) only makes OpenMP threads wait on
         # each other; more than envs leaves threads idle.
         self.num_threads = max(1, min(int(num_threads), usable_cpus(), self.num_envs))
@@ -189,6 +204,61 @@ class VecEnv(GoExploreMixin):
 
     def _load_module(self, header):
         return load_module(header)
+    def _declared_picture(self, name_or_path):
+        """(height, width, channels) from the header's PICTURE_* macros or the [env] keys
+        picture_*, checked against the observation row; None if neither declares one. A header
+        that declares the macros draws at that size whatever the ini says, so keys that disagree
+        with them are an error rather than silently ignored."""
+        out = self._ffi.new("int[3]")
+        self._lib.vec_picture(out)
+        macros = tuple(out)
+        given = [k for k in PICTURE_KEYS if k in self.config]
+        ini = env_ini_path(name_or_path)
+        keys = None
+        if given:
+            if len(given) != 3:
+                missing = [k for k in PICTURE_KEYS if k not in given]
+                raise ValueError(f"{ini}: [env] declares a picture with {', '.join(given)} but lacks "
+                                 f"{', '.join(missing)}; a picture needs all three of {', '.join(PICTURE_KEYS)}")
+            vals = [self.config[k] for k in PICTURE_KEYS]
+            if not all(isinstance(v, (int, float)) and float(v).is_integer() for v in vals):
+                raise ValueError(f"{ini}: [env] {', '.join(f'{k} = {v!r}' for k, v in zip(PICTURE_KEYS, vals))}: "
+                                 f"the picture's height, width and channels must be whole numbers")
+            keys = tuple(int(v) for v in vals)
+        if any(macros):
+            if keys is not None and keys != macros:
+                raise ValueError(f"{self.header} declares a {macros[0]}x{macros[1]}x{macros[2]} picture "
+                                 f"(PICTURE_HEIGHT x PICTURE_WIDTH x PICTURE_CHANNELS), but [env] of {ini} "
+                                 f"says {keys[0]}x{keys[1]}x{keys[2]}; the header draws at its own size: "
+                                 f"remove the picture_* keys or make them agree")
+            picture, where = macros, f"{self.header} (PICTURE_* macros)"
+        elif keys is not None:
+            picture, where = keys, f"{ini} ([env] picture_* keys)"
+        else:
+            return None
+        h, w, c = picture
+        if min(picture) < 1:
+            raise ValueError(f"{where}: picture {h}x{w}x{c} (height x width x channels): each must be >= 1 "
+                             f"(channels: 1 for grayscale, 3 for RGB)")
+        if h * w * c > self.obs_size:
+            raise ValueError(f"{where}: a {h}x{w}x{c} picture is {h * w * c} values, more than the "
+                             f"{self.obs_size} of an observation row; the picture is the last "
+                             f"height*width*channels values of the row")
+        return picture
+
+    def agent_view(self, index=0, scale=1):
+        """What agent `index` sees: its observation's picture as an RGB image np.uint8
+        [H*scale, W*scale, 3] (grayscale repeated into R, G, B; float pictures ×255), each
+        picture pixel a scale×scale block. A ValueError for an env without a picture."""
+        if self.picture is None:
+            raise ValueError(f"{self.name} declares no picture (PICTURE_* macros or [env] picture_* keys)")
+        h, w, c = self.picture
+        pic = self._observations[index, self.obs_size - h * w * c:].reshape(h, w, c)
+        if self.obs_dtype != np.uint8:
+            pic = np.clip(np.rint(pic.astype(np.float64) * 255.0), 0, 255)
+        pic = pic.astype(np.uint8)
+        rgb = pic[..., :3] if c >= 3 else np.repeat(pic[..., :1], 3, axis=2)
+        return np.ascontiguousarray(np.repeat(np.repeat(rgb, scale, axis=0), scale, axis=1))
 
     def _split_buffers(self, num_buffers):
         """PufferLib's num_buffers groups: contiguous runs of whole envs with equal agent counts.
@@ -413,7 +483,8 @@ class VecEnv(GoExploreMixin):
         return bool(self._lib.vec_has_scripted())
 
     def scripted_actions(self):
-        """Writes the env's rule-based policy (PUF_SCRIPTED_POLICY) into env.actions."""
+        """Writes the env's rule-based policy (PUF_SCRIPTED_POLICY or PUF_SCRIPTED_ENV_POLICY)
+        into env.actions."""
         if not self.has_scripted:
             raise NotImplementedError(f"{self.name} defines no PUF_SCRIPTED_POLICY")
         self._lib.vec_scripted(self._live())
@@ -434,7 +505,8 @@ class VecEnv(GoExploreMixin):
         self.close()
 
     def __repr__(self):
-        return (f"VecEnv({self.name!r}, num_agents={self.num_agents}, obs_size={self.obs_size}, "
+        picture = "" if self.picture is None else f", picture={self.picture}"
+        return (f"VecEnv({self.name!r}, num_agents={self.num_agents}, obs_size={self.obs_size}{picture}, "
                 f"act_sizes={self.act_sizes}, num_threads={self.num_threads} ({self.threads_kind}))")
 
 

@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
     int n = vec_num_agents(vec), mask_size = 0, sizes[NUM_ATNS];
     vec_act_sizes(sizes);
     for (int h = 0; h < NUM_ATNS; h++) mask_size += sizes[h];
-    obs_t* obs = (obs_t*)calloc((size_t)n * OBS_SIZE, sizeof(obs_t));
+    obs_t* obs = (obs_t*)calloc((size_t)n * vec_env_obs_size(vec), sizeof(obs_t));
     float* actions = (float*)calloc((size_t)n * NUM_ATNS, sizeof(float));
     float* rewards = (float*)calloc((size_t)n, sizeof(float));
     float* terminals = (float*)calloc((size_t)n, sizeof(float));

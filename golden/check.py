@@ -21,6 +21,10 @@ TOLERANCES = {
     "mingru_grad": (1e-4, "gradients carried back through ≤ 64 steps of products of f32 gates"),
     "policy": (1e-5, "f32 matmuls (K ≤ 413) feeding 4 recurrent layers: ~1e-6 of the output scale"),
     "policy_grad": (1e-4, "dW sums ≤ 48 rows of products through 4 layers and 16 steps; d obs through all of them"),
+    "conv": (1e-5, "three convs: f32 dot products of ≤ 576 terms of O(1) values per layer, ~1e-6 of the scale"),
+    "conv_grad": (2e-5, "dW sums ≤ 1,200 rows of products (≤ 3 frames × 400 places), ~√1200·2⁻²⁴ ≈ 2e-6 of the "
+                        "scale, and dpre carries f32 rounding back through 1–2 layers; pre-activations are ≥ 1e-4 "
+                        "of their RMS from 0, so no ReLU mask is decided by rounding"),
     "advantage": (1e-5, "a 64-step f32 recursion of O(1) terms; exp/log of the V-trace ratio to a few ulp"),
     "ppo": (1e-5, "per-element softmax/exp in f32 of O(1) logits"),
     "ppo_logstd": (1e-5, "logstd's gradient: a fixed-order f32 sum of ≤ 517 per-element terms of O(1)"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from golden.check import case, golden, meta
-from trainer.kernels import Choice, matmul
+from trainer.kernels import Choice, conv, matmul
 from trainer.kernels.advantage import compute_advantage
 from trainer.kernels.mingru import mingru_scan_backward, mingru_scan_forward, mingru_step
 from trainer.kernels.ppo import ppo_loss, reduce_logstd_grad, reduce_stats
@@ -22,7 +22,7 @@ SPLITS = (2, 3, 16)  # split-K checks: chunk edges of the matmul_splitk goldens 
 
 
 def cases(family: str) -> list[str]:
-    return sorted({k.split("/")[0] for k in golden(family)})
+    return sorted({k.split("/")[0] for k in golden(family)} - {"shared"})  # conv's shared weights
 
 
 def pad_rows(a: np.ndarray, ld: int) -> np.ndarray:
@@ -288,4 +288,67 @@ def learner_case(gpu, name: str, family: str = "learner"):
             raise AssertionError(f"{label}: the reference clipped the gradient, the GPU's grad norm "
                                  f"{res['grad_norm']:.4g} <= max_grad_norm {m['max_grad_norm']}")
         prev = w
+    return checks
+
+
+class ConvNet:
+    """Buffers of the picture encoder's convs for `frames` frames (weights, ys, dys, dw, the patch scratch)
+    and its forward and backward passes, each one plan and one submit.
+
+    packed_activations: every ys and dys in one buffer at offsets that are not all multiples of 4 floats,
+    which takes the kernels' scalar paths and binds one buffer as both y and dy."""
+
+    def __init__(self, gpu, layers, ws, obs: np.ndarray, src, frames: int, chunk=None, packed_activations=False):
+        self.gpu, self.layers, self.frames, self.src = gpu, layers, frames, src
+        self.obs = gpu.array(obs.view(np.uint32) if obs.dtype == np.uint8 else obs, "obs")
+        self.w = [gpu.array(np.ascontiguousarray(w, np.float32), f"w{i}") for i, w in enumerate(ws)]
+        sizes = [frames * layer.out_size for layer in layers]
+        if packed_activations:
+            offs = np.cumsum([1] + [n + 3 for n in sizes + sizes])
+            act = gpu.buffer(4 * int(offs[-1]), "activations")
+            self.ys = [act.f32(int(offs[i]), n) for i, n in enumerate(sizes)]
+            self.dys = [act.f32(int(offs[len(sizes) + i]), n) for i, n in enumerate(sizes)]
+        else:
+            self.ys = [gpu.buffer(4 * n, f"ys{i}").range() for i, n in enumerate(sizes)]
+            self.dys = [gpu.buffer(4 * n, f"dys{i}").range() for i, n in enumerate(sizes)]
+        self.dw = [gpu.buffer(4 * layer.out_c * layer.patch, f"dw{i}").range() for i, layer in enumerate(layers)]
+        self.scratch = conv.ConvScratch(gpu, layers, chunk or conv.conv_chunk(layers, frames))
+
+    def forward(self) -> list[np.ndarray]:
+        plan = self.gpu.plan("conv_forward")
+        conv.conv_forward(plan, self.obs.range(), self.src, [w.range() for w in self.w], self.ys, self.frames,
+                          self.layers, self.scratch)
+        self.gpu.run(plan)
+        return [self.gpu.read(r).reshape(self.frames, -1) for r in self.ys]
+
+    def backward(self, dy_last: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        self.gpu.upload(self.dys[-1], np.ascontiguousarray(dy_last, np.float32))
+        plan = self.gpu.plan("conv_backward")
+        conv.conv_backward(plan, self.obs.range(), self.src, [w.range() for w in self.w], self.ys, self.dys,
+                           self.dw, self.frames, self.layers, self.scratch)
+        self.gpu.run(plan)
+        return ([self.gpu.read(r).reshape(self.frames, -1) for r in self.dys],
+                [self.gpu.read(r).reshape(layer.out_c, -1) for r, layer in zip(self.dw, self.layers)])
+
+
+def conv_net(gpu, name: str, chunk=None, packed_activations=False):
+    """(ConvNet, golden tensors, case metadata) of golden/conv.safetensors case `name`."""
+    c, m = case("conv", name), meta("conv", name)
+    layers = conv.conv_layers(m["height"], m["width"], m["channels"])
+    ws = [c["w0"], golden("conv")["shared/w1"], golden("conv")["shared/w2"]]
+    src = conv.PictureInput(bool(m["packed"]), m["row_stride"], m["offset"])
+    return ConvNet(gpu, layers, ws, c["obs"], src, m["frames"], chunk, packed_activations), c, m
+
+
+def conv_case(gpu, name: str, family: str = "conv", packed_activations=False):
+    """Forward (every stored layer output) and, for cases with gradients, every dpre and dW."""
+    net, c, m = conv_net(gpu, name, packed_activations=packed_activations)
+    shape = f"{m['height']}x{m['width']}x{m['channels']} frames={m['frames']}"
+    checks = [(f"conv_forward y{i} {name} {shape}", y, c[f"y{i}"], "conv")
+              for i, y in enumerate(net.forward()) if f"y{i}" in c]
+    if m["backward"]:
+        dys, dws = net.backward(c["dy_last"])
+        for i in range(len(dys)):
+            checks += [(f"conv_backward dpre{i} {name} {shape}", dys[i], c[f"dpre{i}"], "conv_grad"),
+                       (f"conv_backward dw{i} {name} {shape}", dws[i], c[f"dw{i}"], "conv_grad")]
     return checks

@@ -175,7 +175,7 @@ def test_render_shapes():
 # ---- input validation ----
 
 def test_unknown_env_name_lists_valid_ones():
-    with pytest.raises(ValueError, match=r"unknown env 'nope'.*bandit, .*memory, platformer"):
+    with pytest.raises(ValueError, match=r"unknown env 'nope'.*bandit, .*memory, .*platformer"):
         envs.make("nope", 4)
 
 

@@ -28,7 +28,8 @@ class Dashboard:
     # env metrics on the one-line form (the panel shows every env/* metric); start_perf is the
     # success rate from the real start only, where Go-Explore starts some episodes elsewhere
     ENV_LINE = ("perf", "start_perf", "score", "episode_length")
-    ENV_COUNTS = ("env/archive_cells", "env/archive_goal_steps", "env/archive_dropped")  # shown as integers
+    ENV_COUNTS = ("env/archive_cells", "env/archive_goal_steps", "env/archive_dropped",
+                  "env/server_restarts")  # shown as integers
 
     def __init__(self, env: str, adapter: str, run_id: str, total_steps: int, live: bool | None = None):
         self.env, self.adapter, self.run_id, self.total = env, adapter, run_id, total_steps
@@ -51,6 +52,8 @@ class Dashboard:
         env = " ".join(f"{k} {m['env/' + k]:.3f}" for k in self.ENV_LINE if "env/" + k in m)
         if "env/archive_cells" in m:  # Go-Explore: the archive's size and how far its frontier got
             env += f" archive {m['env/archive_cells']:.0f} cells, progress {m['env/archive_progress']:.3f}"
+        if m.get("env/server_restarts"):  # envs in server processes: restarts after crashes or hangs
+            env += f" server restarts {m['env/server_restarts']:.0f}"
         return (f"epoch {m['epoch']}/{m['epochs']} steps {fmt_int(m['global_step'])}/{fmt_int(self.total)} "
                 f"sps {fmt_int(m['sps'])} elapsed {fmt_time(m['elapsed'])} eta {fmt_time(m['eta'])} | "
                 f"{env} | pg {m['policy_loss']:.4f} v {m['value_loss']:.4f} ent {m['entropy']:.3f} "

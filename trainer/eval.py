@@ -117,12 +117,14 @@ def main(argv=None) -> int:
         ev = Evaluator(args.env, cfg, args.checkpoint, 1, args.seed, args.adapter, deterministic=args.deterministic)
         print(f"checkpoint {ev.path} (step {ev.meta.get('global_step', '?')})")
         if args.gif:
-            frames = [ev.env.render(0)]
+            # a picture env: what the agent sees (its observation picture, 4x); else the env's render
+            view = (lambda: ev.env.agent_view(0, 4)) if ev.env.picture else (lambda: ev.env.render(0))
+            frames = [view()]
             for _ in range(100_000):
                 ev.step()
                 if ev.env.terminals[0]:
                     break
-                frames.append(ev.env.render(0))
+                frames.append(view())
             write_gif(args.gif, frames, fps=args.fps)
             log = ev.env.log()
             print(f"wrote {args.gif}: {len(frames)} frames; " + " ".join(f"{k} {v:.3g}" for k, v in log.items()))

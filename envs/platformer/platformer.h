@@ -27,6 +27,13 @@
  * Level 1 reports score as the best progress along the route (x is not progress on a detour).
  * With go_explore configured, the log adds start_perf (flag rate of episodes that began at the
  * real start) and real_starts (their share).
+ *
+ * Variants that show the same game differently (envs/pixel_platformer: a picture) include this
+ * header with PLATFORMER_CUSTOM_OBS defined. They typedef obs_t and define OBS_SIZE first, may add
+ * fields to Env with PLATFORMER_ENV_EXTRA, and after the include define
+ * platformer_write_obs(env) and platformer_custom_init(env, kwargs) (called at the end of
+ * puf_init). Level, physics, reward, log and rendering stay this file's; the vector observation
+ * and its scripted policy are left out.
  */
 #ifndef PLATFORMER_PLATFORMER_H
 #define PLATFORMER_PLATFORMER_H
@@ -35,7 +42,9 @@
 #include <stddef.h>
 
 #include "raylib.h"
+#ifndef PLATFORMER_CUSTOM_OBS
 typedef float obs_t;
+#endif
 #include "pufferenv.h"
 #include "../goexplore.h"
 
@@ -46,7 +55,9 @@ typedef float obs_t;
 #define PLATFORMER_CHANNELS 3
 #define PLATFORMER_WINDOW (PLATFORMER_CHANNELS * PLATFORMER_VIEW_W * PLATFORMER_VIEW_H)
 
+#ifndef PLATFORMER_CUSTOM_OBS
 #define OBS_SIZE (PLATFORMER_WINDOW + 8)
+#endif
 #define NUM_ATNS 2
 #define ACT_SIZES {3, 3}
 
@@ -171,6 +182,9 @@ struct Env {
     float episode_return;
     int episode_length;
     GoExplore ge;
+#ifdef PLATFORMER_ENV_EXTRA
+    PLATFORMER_ENV_EXTRA
+#endif
 };
 #define PUF_GOEXPLORE(env) (&(env)->ge)
 #define PLATFORMER_STATE_BYTES (offsetof(Env, best_progress) + sizeof(float) - offsetof(Env, x))
@@ -295,6 +309,10 @@ static inline int platformer_solid(const PlatformerMap* m, int tx, int ty) {
 
 /* ---- Observation ---- */
 
+#ifdef PLATFORMER_CUSTOM_OBS
+static void platformer_write_obs(Env* env);
+static void platformer_custom_init(Env* env, Dict* kwargs);
+#else
 static void platformer_write_obs(Env* env) {
     const PlatformerMap* m = env->map;
     float* obs = env->agents[0].observations;
@@ -321,6 +339,7 @@ static void platformer_write_obs(Env* env) {
     s[6] = (float)env->on_ground;
     s[7] = (float)env->tick / (float)env->max_ticks;
 }
+#endif
 
 /* ---- Physics ---- */
 
@@ -511,6 +530,9 @@ void puf_init(Env* env, Dict* kwargs) {
                    (env->max_ticks + env->frameskip - 1) / env->frameskip, platformer_cell,
                    platformer_replay, fingerprint};
     ge_init(&env->ge, env, kwargs, spec, env->rng);
+#ifdef PLATFORMER_CUSTOM_OBS
+    platformer_custom_init(env, kwargs);
+#endif
 }
 
 /* The real start. Spawn jitter of up to one tile gives the policies varied starts. */
@@ -671,6 +693,7 @@ void puf_render(Env* env) {
     puf_web_vsync();
 }
 
+#ifndef PLATFORMER_CUSTOM_OBS
 /* ---- A rule-based policy on the observation: proves the level is solvable from what the
  * agent sees. Always run right; jump when the next column holds a wall or a spike at body height,
  * or when looking down it the first thing within 4 rows is a hazard or nothing (a pit). ---- */
@@ -694,5 +717,6 @@ static void platformer_scripted(const obs_t* obs, float* actions) {
                                                             : PLATFORMER_VERT_NONE);
 }
 #define PUF_SCRIPTED_POLICY platformer_scripted
+#endif
 
 #endif /* PLATFORMER_PLATFORMER_H */
