@@ -4,8 +4,8 @@
     env = envs.make("platformer", total_agents=1024)
     env.reset(); env.actions[:] = 0; env.step(); env.log()
 
-See envs/vecenv.py for the API, envs/pufferenv.h for the C contract, and
-`python -m envs.play platformer` to play an env yourself.
+See envs/vecenv.py for the API, envs/pufferenv.h for the C contract, envs/js/jsenv.py for
+JavaScript games, and `python -m envs.play platformer` to play an env yourself.
 """
 
 from .ini import read_ini

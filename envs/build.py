@@ -317,15 +317,17 @@ def build_flags(cc, target=None):
 
 
 def compile_command(cc, flags, c_file, out, header, py_include, target=None, dep_file=None,
-                    link=True, python_lib=None):
+                    link=True, python_lib=None, extra_includes=(), objects=()):
     """The command that compiles the generated module source `c_file` into `out` for `target`
     (a sys.platform value; default this OS): with gcc/clang/MinGW the dependency list goes to
     `dep_file` (-MD), with MSVC it is printed (/showIncludes). link=False stops at the object file
-    (cross-compile checks); python_lib=(folder, name) overrides the import library on Windows."""
+    (cross-compile checks); python_lib=(folder, name) overrides the import library on Windows.
+    extra_includes and objects: more include folders (after ours) and object files linked in (a
+    module that embeds a library compiled once, e.g. the JS engine of envs/js)."""
     target = target or sys.platform
     header = Path(header)
     # the env's own folder first, so a header beside it wins over ours
-    includes = [header.parent, py_include, ENVS_DIR]
+    includes = [header.parent, py_include, ENVS_DIR, *extra_includes]
     if toolchain(cc) == "msvc":
         cmd = [*cc, *flags, "/showIncludes", *(f"/I{d}" for d in includes), str(c_file)]
         if not link:
@@ -336,7 +338,7 @@ def compile_command(cc, flags, c_file, out, header, py_include, target=None, dep
     cmd = [*cc, *flags]
     if dep_file is not None:
         cmd += ["-MD", "-MF", str(dep_file)]
-    cmd += [*(f"-I{d}" for d in includes), str(c_file)]
+    cmd += [*(f"-I{d}" for d in includes), str(c_file), *(str(o) for o in objects)]
     if not link:
         return cmd + ["-c", "-o", str(out)]
     cmd += [*_gnu_link_flags(target), "-o", str(out)]
@@ -362,11 +364,13 @@ def parse_show_includes(stdout):
     return deps, "\n".join(rest)
 
 
-def write_module_source(header, modname, c_file, target=None):
-    """Writes the cffi-generated C source of the module for `header` (vecenv.c around it)."""
+def write_module_source(header, modname, c_file, target=None, cdef="", source=""):
+    """Writes the cffi-generated C source of the module for `header` (vecenv.c around it);
+    `cdef` declares functions the header adds to the module's API, `source` (after vecenv.c)
+    may define them."""
     ffi = cffi.FFI()
-    ffi.cdef(CDEF)
-    ffi.set_source(modname, f"#define ENV_HEADER {_c_string(header, target)}\n#include \"vecenv.c\"\n")
+    ffi.cdef(CDEF + cdef)
+    ffi.set_source(modname, f"#define ENV_HEADER {_c_string(header, target)}\n#include \"vecenv.c\"\n{source}")
     with contextlib.redirect_stdout(io.StringIO()):  # cffi prints "generating ..."
         ffi.emit_c_code(str(c_file))
 
@@ -385,11 +389,12 @@ def _hash_parts(parts):
     return h.hexdigest()
 
 
-def _config_key(header, cc, flags):
+def _config_key(header, cc, flags, extra=None):
     """Everything about a build except the contents of the files it reads."""
+    more = [] if extra is None else [extra.cdef, extra.source, *extra.include_dirs, *extra.objects]
     return _hash_parts([header, *cc, _compiler_version(cc), *flags,
                         sysconfig.get_config_var("EXT_SUFFIX") or "", sys.version,
-                        cffi.__version__, CDEF])[:16]
+                        cffi.__version__, CDEF, *more])[:16]
 
 
 def _file_digest(path):
@@ -512,7 +517,7 @@ def explain_build_errors(stderr, limit=MAX_ERROR_LINES):
     return "\n".join(out), lines[first].split(": ")[0]
 
 
-def _compile(header, modname, out_path, cc, flags):
+def _compile(header, modname, out_path, cc, flags, extra=None):
     """Builds the module; returns the files the compiler read (from its -MD output)."""
     py_include = Path(sysconfig.get_paths()["include"])
     if not (py_include / "Python.h").is_file():
@@ -522,10 +527,13 @@ def _compile(header, modname, out_path, cc, flags):
     out_path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f"{modname}-", dir=out_path.parent) as tmp:
         c_file = Path(tmp) / f"{modname}.c"
-        write_module_source(header, modname, c_file)
+        write_module_source(header, modname, c_file, cdef=extra.cdef if extra else "",
+                            source=extra.source if extra else "")
         so_tmp = Path(tmp) / out_path.name
         dep_file = Path(tmp) / "deps.d"
-        cmd = compile_command(cc, flags, c_file, so_tmp, header, py_include, dep_file=dep_file)
+        cmd = compile_command(cc, flags, c_file, so_tmp, header, py_include, dep_file=dep_file,
+                              extra_includes=extra.include_dirs if extra else (),
+                              objects=extra.objects if extra else ())
         try:
             res = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", errors="replace")
         except FileNotFoundError:
@@ -543,17 +551,18 @@ def _compile(header, modname, out_path, cc, flags):
         else:
             deps = msvc_deps
         os.replace(so_tmp, out_path)
+    deps += [str(o) for o in (extra.objects if extra else ())]  # a rebuilt object relinks
     return [str(Path(d).resolve()) for d in deps if Path(d).resolve() != c_file.resolve()]
 
 
-def _build(header, stem, config_key, cc, flags):
+def _build(header, stem, config_key, cc, flags, extra=None):
     """Compiles into the cache; the file is named by the contents of everything the compiler
     read, the module (PyInit_...) by the config, so one compile suffices."""
     modname = f"_puf_{stem}_{config_key}"
     ext = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
     tmp_path = _ensure_cache() / f"{modname}.{os.getpid()}.building{ext}"
     try:
-        deps = _compile(header, modname, tmp_path, cc, flags)
+        deps = _compile(header, modname, tmp_path, cc, flags, extra)
         digests = {d: _file_digest(d) for d in sorted(set(deps) | {str(header)})}
         content = _hash_parts([config_key, *(f"{p}={d}" for p, d in digests.items())])[:12]
         out_path = cache_dir() / f"{modname}_{content}{ext}"
@@ -596,19 +605,32 @@ def _undefined_symbol_error(header, err):
                          f"defines{where}.{need}")
 
 
-def load_module(header):
-    """Builds (if needed) and imports the vecenv module for `header`; returns it (.ffi, .lib)."""
+class ModuleExtras:
+    """What a header may add to its module: `objects` linked in (compiled once elsewhere),
+    `include_dirs` searched after ours, `cdef` declaring its own functions for Python and
+    `source` defining them after vecenv.c (where VecEnv is known)."""
+
+    def __init__(self, objects=(), include_dirs=(), cdef="", source=""):
+        self.objects = tuple(str(o) for o in objects)
+        self.include_dirs = tuple(str(d) for d in include_dirs)
+        self.cdef = cdef
+        self.source = source  # C appended after vecenv.c (it may use VecEnv)
+
+
+def load_module(header, extra=None):
+    """Builds (if needed) and imports the vecenv module for `header`; returns it (.ffi, .lib).
+    extra: a ModuleExtras (objects to link, include folders, more cdef), or None."""
     header = Path(header).resolve()
     if not header.is_file():
         raise FileNotFoundError(f"env header {header} does not exist")
     cc = _compiler()
     flags = build_flags(cc)
     stem = "".join(c if c.isalnum() else "_" for c in header.stem)
-    config_key = _config_key(header, cc, flags)
+    config_key = _config_key(header, cc, flags, extra)
     key = (header, config_key)
     if key in _loaded:
         return _loaded[key]
-    out_path = _cached_module(stem, config_key) or _build(header, stem, config_key, cc, flags)
+    out_path = _cached_module(stem, config_key) or _build(header, stem, config_key, cc, flags, extra)
     modname = out_path.name.split(".")[0].rsplit("_", 1)[0]  # drop the content suffix
     loader = importlib.machinery.ExtensionFileLoader(modname, str(out_path))
     spec = importlib.util.spec_from_file_location(modname, str(out_path), loader=loader)

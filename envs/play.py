@@ -9,6 +9,8 @@
     python -m envs.play path/to/ocean/asteroids/asteroids.h --random   # any PufferLib 5.0 env
     python -m envs.play platformer_sparse --route route.json --gif route.gif   # replay an exported
                                                         #       Go-Explore route (python -m envs.archive)
+    python -m envs.play path/to/game.js --browser       # a JS game in a browser page, recorded
+    python -m envs.play --replay game-<time>.recording.json   # ... replayed in the C env
     python -m envs.play breakout --scripted --gif b.gif # a picture env: what the agent sees, 4x
     python -m envs.play pixel_platformer --render-view  # a picture env's own render() instead
 
@@ -62,6 +64,25 @@ def _frame(env, args):
     if env.picture is not None and not args.render_view:
         return env.agent_view(0, args.view_scale)
     return env.render(0)
+
+# glfw key codes -> the browser's keyCode, which JS games read (letters and digits are the same)
+_DOM_KEYS = {262: 39, 263: 37, 264: 40, 265: 38, 257: 13, 256: 27, 340: 16, 344: 16, 341: 17, 345: 17}
+
+
+def _js_keymap(env):
+    """A JS game's keys: the action of its table whose held keys are all down and whose pressed
+    keys were all pressed since the last step, with the most keys (as its browser page does)."""
+    table = env.actions_table
+
+    def keymap(glfw, down, actions, pressed=()):
+        dom_down = {_DOM_KEYS.get(k, k) for k in down}
+        dom_pressed = {_DOM_KEYS.get(k, k) for k in pressed}
+        best, most = 0, -1
+        for i, (held, press) in enumerate(table):
+            if set(held) <= dom_down and set(press) <= dom_pressed and len(held) + len(press) > most:
+                best, most = i, len(held) + len(press)
+        actions[0] = best
+    return keymap
 
 
 def _policy(env, args, rng):
@@ -132,6 +153,8 @@ def play(env, args):
     rng = np.random.default_rng(args.seed)
     act = _policy(env, args, rng)
     keymap = REALTIME_KEYS.get(env.name)
+    if getattr(env, "actions_table", None):
+        keymap = _js_keymap(env)
     env.reset()
     frame = _frame(env, args)
     viewer = Viewer(f"puffgpu {env.name}", frame.shape[1], frame.shape[0], scale=args.scale)
@@ -154,7 +177,10 @@ def play(env, args):
             env.step()
             stepped = True
         elif keymap is not None:
-            keymap(glfw, viewer.keys_down(), env.actions[0])
+            if getattr(env, "actions_table", None):
+                keymap(glfw, viewer.keys_down(), env.actions[0], viewer.keys_pressed())
+            else:
+                keymap(glfw, viewer.keys_down(), env.actions[0])
             env.step()
             stepped = True
         else:
@@ -187,7 +213,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m envs.play", description=__doc__.splitlines()[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n".join(__doc__.splitlines()[2:]))
-    p.add_argument("env", help=f"env name ({', '.join(vecenv.list_envs())}) or header path")
+    p.add_argument("env", nargs="?", help=f"env name ({', '.join(vecenv.list_envs())}), header path or JS game (.js)")
     who = p.add_mutually_exclusive_group()
     who.add_argument("--scripted", action="store_true", help="the env's rule-based policy plays")
     who.add_argument("--random", action="store_true", help="uniform random actions")
@@ -206,7 +232,36 @@ def main(argv=None):
                    help="steps per second (default: 60/frameskip for envs with frameskip, else 30)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override an [env] config key, e.g. --set frameskip=4")
+    p.add_argument("--browser", action="store_true", help="a JS game: play it in a browser page that records "
+                   "the seed and every frame's action")
+    p.add_argument("--port", type=int, default=8765, help="--browser: the page's port on 127.0.0.1 (0: any free one)")
+    p.add_argument("--record", metavar="PATH", help="--browser: where the recording goes (default "
+                   "<game>-<time>.recording.json here)")
+    p.add_argument("--no-open", action="store_true", help="--browser: do not open a browser, only serve the page")
+    p.add_argument("--replay", metavar="RECORDING", help="replay a browser recording in the C env and check that "
+                   "it reaches the same score and last frame (env: the game file, default the recorded path)")
     args = p.parse_args(argv)
+
+    if args.replay:
+        from .js.browser import replay
+        res = replay(args.replay, game=args.env)
+        for note in res["notes"]:
+            print(f"note: {note}")
+        same = "the same" if res["frame_sha256"] == res["recorded_frame_sha256"] else "a DIFFERENT"
+        print(f"replayed {res['steps']} actions in the C env: score {res['score']:g} (recorded {res['recorded_score']:g}), "
+              f"{same} last frame")
+        if args.png:
+            write_png(args.png, res["frame"])
+            print(f"wrote {args.png}")
+        sys.exit(0 if res["match"] else 1)
+    if args.env is None:
+        p.error("name an env (or pass --replay RECORDING)")
+    if args.browser:
+        if not str(args.env).endswith(".js"):
+            p.error("--browser plays JS games (a path ending in .js)")
+        from .js.browser import serve
+        serve(args.env, port=args.port, seed=args.seed, record=args.record, open_browser=not args.no_open)
+        return
 
     if args.route:
         sys.exit(play_route(args))
@@ -216,9 +271,11 @@ def main(argv=None):
         if not sep:
             p.error(f"--set expects KEY=VALUE, got {item!r}")
         config[key] = value
-    env = vecenv.make(args.env, 1, config=config, num_threads=1, seed=args.seed)
+    from . import make  # a JS game's path too
+    env = make(args.env, 1, config=config, num_threads=1, seed=args.seed)
     if args.fps is None:
-        args.fps = 60.0 / env.config["frameskip"] if "frameskip" in env.config else 30.0
+        args.fps = (60.0 / env.config["frameskip"] if "frameskip" in env.config
+                    else 60.0 if getattr(env, "actions_table", None) else 30.0)  # p5 draws at 60 Hz
     if args.gif or args.png:
         frames = record(env, args)
         if args.gif:

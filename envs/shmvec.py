@@ -700,9 +700,18 @@ class ShmVecEnv:
 
 def make(name_or_path, total_agents, config=None, num_threads=None, seed=0, check_actions=True, num_buffers=1):
     """envs.make: a server env (an ini naming a command), an isolated C env ([env] isolate = 1),
-    or an in-process VecEnv. The shared-memory keys (isolate, processes, timeout) are taken out
+    a JavaScript game (a path ending in .js: envs/js/jsenv.py) or an in-process VecEnv. The shared-memory keys (isolate, processes, timeout) are taken out
     of `config` before a C env sees it."""
     config = dict(config or {})
+    if str(name_or_path).endswith(".js"):  # a p5.js-style JavaScript game (envs/js/jsenv.py)
+        from .js.jsenv import JsEnv
+        if parse_value(str(config.get("isolate", 0))):
+            raise ValueError(f"{name_or_path}: [env] isolate is for C env headers; a JS game runs in its own "
+                             f"JS runtime per env already")
+        for k in SHM_KEYS:
+            config.pop(k, None)
+        return JsEnv(name_or_path, total_agents, config=config, num_threads=num_threads, seed=seed,
+                     check_actions=check_actions, num_buffers=num_buffers)
     if server_ini(name_or_path) is not None:
         return ShmVecEnv(name_or_path, total_agents, config, num_threads, seed, check_actions, num_buffers)
     isolate = parse_value(config["isolate"]) if isinstance(config.get("isolate"), str) else config.get("isolate", 0)

@@ -123,10 +123,10 @@ class VecEnv(GoExploreMixin):
 
     def __init__(self, name_or_path, total_agents, config=None, num_threads=None, seed=0,
                  check_actions=True, num_buffers=1):
-        header = env_header_path(name_or_path)
-        self.name = header.stem
-        self.header = header
         self.config = self._merge_config(name_or_path, config)
+        header = self._env_header(name_or_path)
+        self.name = self._env_name(name_or_path, header)
+        self.header = header
         check_config(self.config)
         if not isinstance(total_agents, (int, np.integer)) or total_agents < 1:
             raise ValueError(f"total_agents must be a positive int, got {total_agents!r}")
@@ -134,7 +134,7 @@ class VecEnv(GoExploreMixin):
             raise ValueError(f"seed must be an int in [0, 2**32), got {seed!r}")
         self.check_actions = check_actions  # set False to skip validation in a hot loop
 
-        mod = load_module(header)
+        mod = self._load_module(header)
         self._ffi, self._lib = ffi, lib = mod.ffi, mod.lib
         sizes = ffi.new("int[]", lib.vec_num_atns())
         lib.vec_act_sizes(sizes)
@@ -194,6 +194,16 @@ class VecEnv(GoExploreMixin):
                      ffi.cast("float*", ffi.from_buffer(self._terminals)),
                      ffi.cast("unsigned char*", ffi.from_buffer(self._action_mask)))
 
+    # Hooks for envs that are not one plain header (envs/js/jsenv.py: a JavaScript game file
+    # runs in a header built for its picture size and key table).
+    def _env_header(self, name_or_path):
+        return env_header_path(name_or_path)
+
+    def _env_name(self, name_or_path, header):
+        return header.stem
+
+    def _load_module(self, header):
+        return load_module(header)
     def _declared_picture(self, name_or_path):
         """(height, width, channels) from the header's PICTURE_* macros or the [env] keys
         picture_*, checked against the observation row; None if neither declares one. A header

@@ -1,6 +1,7 @@
 """Env-only throughput: agent steps per second of the C vecenv, with 1 thread and with all.
 
     python tools/bench_env.py --env platformer [--agents 1024] [--seconds 2]
+    python tools/bench_env.py --env envs/games/catcher/catcher.js     # a JS game, with the split
     python tools/bench_env.py --shm [--env platformer] [--rounds 3]   # envs in other processes
 
 --shm measures, side by side in one run: the env in-process vs isolated in server processes
@@ -13,6 +14,10 @@ Random valid actions (a pool cycled through, so the timing excludes random numbe
 no action validation, no policy. The last line reads `NAME: <steps/s per core> steps/s per core`,
 where per core = the all-threads rate divided by the thread count. The threads are OpenMP's, or
 the vecenv's own where the compiler has no OpenMP or PUFFGPU_OPENMP=0 (the line says which).
+For a JS game (a .js path) two more one-thread runs, timed by the process's CPU time (so that
+other load on the machine does not change them), one with `rasterize = 0` (the drawing primitives
+do nothing), split a step's time into the game logic (the game's JS and the p5 prelude's) and
+rasterizing (the C primitives).
 """
 
 import argparse
@@ -28,7 +33,10 @@ from envs.console import safe_console  # noqa: E402
 from envs.vecenv import usable_cpus  # noqa: E402
 
 
-def steps_per_second(name, agents, threads, seconds, config, with_env=False):
+def steps_per_second(name, agents, threads, seconds, config, with_env=False, cpu=False):
+    """(agent steps per second, threads, thread kind); cpu=True divides by the process's CPU
+    time instead of the wall time (a one-thread rate that other load on the machine does not
+    change)."""
     env = envs.make(name, agents, config=config, num_threads=threads, check_actions=False)
     if with_env:
         return _timed(env, seconds)
@@ -39,7 +47,7 @@ def steps_per_second(name, agents, threads, seconds, config, with_env=False):
     for i in range(20):  # warm up caches and the OpenMP thread team
         env.actions[:] = pool[i % 16]
         env.step()
-    steps, start = 0, time.perf_counter()
+    steps, start, cpu_start = 0, time.perf_counter(), time.process_time()
     while True:
         for i in range(50):
             env.actions[:] = pool[i % 16]
@@ -48,6 +56,8 @@ def steps_per_second(name, agents, threads, seconds, config, with_env=False):
         elapsed = time.perf_counter() - start
         if elapsed >= seconds:
             break
+    if cpu:
+        elapsed = time.process_time() - cpu_start
     env.close()
     return steps * env.num_agents / elapsed, env.num_threads, env.threads_kind
 
@@ -159,6 +169,12 @@ def main():
     print(f"{args.env}: {agents} agents, {used} threads ({kind}): {all_rate:,.0f} steps/s "
           f"({all_rate / one:.2f}x one thread)")
     name = Path(args.env).stem
+    if str(args.env).endswith(".js"):  # CPU time: the split should not depend on the machine's load
+        total, _, _ = steps_per_second(args.env, agents, 1, args.seconds, None, cpu=True)
+        logic, _, _ = steps_per_second(args.env, agents, 1, args.seconds, {"rasterize": 0}, cpu=True)
+        total_us, logic_us = 1e6 / total, 1e6 / logic
+        print(f"{name}: one thread, per CPU second {total:,.0f} steps/s: {total_us:.1f} us/step = game logic (JS) "
+              f"{logic_us:.1f} us + rasterizing {max(total_us - logic_us, 0.0):.1f} us")
     print(f"{name}: {all_rate / used:.0f} steps/s per core")
 
 

@@ -122,6 +122,9 @@ def load(env_name: str, flags: dict[str, str] | None = None, warn=None) -> tuple
     cfg, desc = read_described_ini(DEFAULT_INI)
     cfg = {s: kv for s, kv in cfg.items() if not is_sweep_section(s)}
     ini = envs.env_ini_path(env_name)
+    if str(env_name).endswith(".js"):  # a JS game's env keys have defaults without an ini
+        from envs.js.jsenv import JS_DEFAULTS
+        cfg["env"].update(JS_DEFAULTS)
     ignored = []
     if ini.is_file():
         env_values, env_desc = read_described_ini(ini)
@@ -129,7 +132,7 @@ def load(env_name: str, flags: dict[str, str] | None = None, warn=None) -> tuple
         for section, kv in env_values.items():
             if is_sweep_section(section):
                 continue
-            if section not in cfg:
+            if section not in cfg and not (section == "js" and str(env_name).endswith(".js")):
                 if section in UPSTREAM_KEYS:
                     ignored += [f"[{section}] {k}" for k in kv] or [f"[{section}]"]
                     continue
@@ -137,7 +140,9 @@ def load(env_name: str, flags: dict[str, str] | None = None, warn=None) -> tuple
                                   f"(and PufferLib's {', '.join(f'[{k}]' for k in UPSTREAM_KEYS if k not in SECTIONS)}, "
                                   f"[sweep*], which puffgpu skips)")
             for key, value in kv.items():
-                if section == "env":  # the env's own keys are defined by its ini
+                # the env's own keys are defined by its ini; a JS game's [js] section holds its
+                # env keys too (picture size, action table, max_steps: envs/js/jsenv.py)
+                if section == "env" or (section == "js" and str(env_name).endswith(".js")):
                     cfg["env"][key] = value
                     continue
                 if key not in cfg[section]:

@@ -1,0 +1,1 @@
+"""JavaScript games (p5.js style) as envs: see envs/js/jsenv.py."""

@@ -1,0 +1,385 @@
+"""JavaScript games as envs (envs/js): the host contract, key semantics, determinism, errors,
+threads and the rasterizer's rules on frames checked by hand."""
+
+import hashlib
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _default_cache_root():
+    """The OS cache folder as envs.build would pick it without $PUFFGPU_CACHE (which conftest
+    points at a fresh folder per session)."""
+    if sys.platform == "win32":
+        return Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local")) / "puffgpu"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "puffgpu"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache") / "puffgpu"
+
+
+# The engine (a pinned sdist and its objects) is the same for every session: keep it in the
+# user's cache instead of fetching and compiling it again for each fresh test cache.
+os.environ.setdefault("PUFFGPU_QUICKJS_DIR", str(_default_cache_root() / "quickjs"))
+
+import envs  # noqa: E402
+from envs.js.jsenv import JsGameError, parse_actions  # noqa: E402
+
+GAMES = ROOT / "envs" / "games"
+
+# A probe game: its score encodes the key state of each frame, lives count frames since
+# resetGame, and it records setup/resetGame/keyPressed calls.
+PROBE = """
+let score = 0, frames = 0, presses = 0, setups = 0, resets = 0, lastSeed = -1, firstRandom = 0, state = 'PLAYING';
+function setup() { setups++; createCanvas(400, 400); }
+function resetGame(seed) { resets++; lastSeed = seed; frames = 0; firstRandom = Math.random(); state = 'PLAYING'; }
+function keyPressed() { presses++; }
+function draw() {
+  frames++;
+  score = (keyIsDown(LEFT_ARROW) ? 1 : 0) + (keyIsDown(RIGHT_ARROW) ? 2 : 0) + (keyIsDown(32) ? 4 : 0) + 8 * presses;
+  background(0);
+}
+function getGameState() { return { score: score, lives: frames, gameState: state }; }
+"""
+
+
+def game(tmp_path, source, name="game", ini=None):
+    path = tmp_path / f"{name}.js"
+    path.write_text(textwrap.dedent(source), encoding="utf-8")
+    if ini is not None:
+        path.with_suffix(".ini").write_text(textwrap.dedent(ini), encoding="utf-8")
+    return str(path)
+
+
+def step(env, action):
+    env.step(np.full((env.num_agents, 1), action, np.float32))
+
+
+def mulberry32(seed):
+    t = seed & 0xFFFFFFFF
+
+    def imul(a, b):
+        return ((a & 0xFFFFFFFF) * (b & 0xFFFFFFFF)) & 0xFFFFFFFF
+
+    def nxt():
+        nonlocal t
+        t = (t + 0x6D2B79F5) & 0xFFFFFFFF
+        n = imul(t ^ (t >> 15), t | 1)
+        n ^= (n + imul(n ^ (n >> 7), n | 61)) & 0xFFFFFFFF
+        return ((n ^ (n >> 14)) & 0xFFFFFFFF) / 4294967296
+    return nxt
+
+
+def test_lifecycle_and_key_semantics(tmp_path):
+    env = envs.make(game(tmp_path, PROBE), 1, num_threads=1)
+    assert env.picture == (64, 64, 3) and env.obs_dtype == np.uint8 and env.act_sizes == (8,)
+    env.reset()
+    score, frames, _ = env.game_state()
+    assert (score, frames) == (0, 1)  # resetGame(seed), then one draw with no key down
+    step(env, 5)  # press SPACE: down for this frame, keyPressed() once
+    assert env.game_state()[0] == 4 + 8
+    step(env, 0)  # released: the key set is replaced every step
+    assert env.game_state()[0] == 8
+    step(env, 1)  # hold LEFT: no keyPressed
+    assert env.game_state()[0] == 1 + 8
+    step(env, 2)  # RIGHT replaces LEFT
+    assert env.game_state()[0] == 2 + 8
+    step(env, 6)  # LEFT + press SPACE
+    assert env.game_state()[0] == 1 + 4 + 16
+    step(env, 7)  # RIGHT + press SPACE
+    assert env.game_state()[0] == 2 + 4 + 24
+    assert env.rewards[0] == (2 + 4 + 24) - (1 + 4 + 16)  # reward = change of score
+    assert env.game_state()[1] == 7  # frames since resetGame: 1 + 6 steps
+
+
+def test_seeded_random_is_mulberry32(tmp_path):
+    src = PROBE.replace("function getGameState() { return { score: score,",
+                        "function getGameState() { return { score: Math.floor(firstRandom * 1e9) * 1000 + resets,")
+    env = envs.make(game(tmp_path, src), 2, num_threads=1)
+    env.reset_seed(1, 12345)
+    score = env.game_state(1)[0]
+    assert score % 1000 == 2  # load: resetGame(0), then resetGame(seed)
+    assert score // 1000 == int(mulberry32(12345)() * 1e9)
+
+
+def test_actions_table_from_ini(tmp_path):
+    path = game(tmp_path, PROBE, ini="""
+        [js]
+        actions = 0 | 37 39 | p32 p37
+        max_steps = 3
+    """)
+    env = envs.make(path, 1, num_threads=1)
+    assert env.act_sizes == (3,)
+    env.reset()
+    step(env, 1)
+    assert env.game_state()[0] == 3
+    step(env, 2)
+    assert env.game_state()[0] == 1 + 4 + 16  # both pressed keys down, keyPressed twice
+    step(env, 0)
+    assert env.terminals[0] == 1  # truncated at max_steps
+    assert env.log()["episode_length"] == 3
+    with pytest.raises(ValueError, match="key codes"):
+        parse_actions("0 | left")
+
+
+def test_reward_and_terminal_mapping(tmp_path):
+    src = """
+    let t = 0, score = 0, end = 'PLAYING', lives = 3;
+    function resetGame(seed) { t = 0; score = 10; lives = 3; end = ['WIN', 'GAMEOVER', 'EXIT', 'PLAYING'][seed % 4]; }
+    function draw() { t++; }
+    function getGameState() {
+      if (t >= 2) score = t < 4 ? score + 3 : score - 5;
+      return { score: score, lives: lives, gameState: t >= 4 ? end : 'PLAYING' };
+    }
+    """
+    env = envs.make(game(tmp_path, src, ini="[js]\nmax_steps = 6\n"), 1, num_threads=1)
+    results = {}
+    for seed, want in ((0, 1), (1, 2), (2, 3), (3, 0)):
+        env.reset_seed(0, seed)
+        rewards = []
+        for _ in range(6):
+            step(env, 0)
+            rewards.append(float(env.rewards[0]))
+            if env.terminals[0]:
+                break
+        results[seed] = (rewards, env.log())
+    # t counts draws: reset drew once (t = 1), so steps see t = 2, 3, 4...
+    assert results[0][0] == [3, 3, -5]
+    assert results[0][1]["wins"] == 1 and results[0][1]["perf"] == 1 and results[0][1]["episode_length"] == 3
+    assert results[1][1]["wins"] == 0 and results[1][1]["lives"] == 3
+    assert len(results[2][0]) == 3  # EXIT ends the episode too
+    assert len(results[3][0]) == 6 and results[3][1]["episode_length"] == 6  # truncated at max_steps
+
+
+def frame_hashes(path, seed, actions, agents=4, threads=1):
+    env = envs.make(path, agents, num_threads=threads, seed=seed)
+    env.reset()
+    out = []
+    for a in actions:
+        env.step(a)
+        out.append(hashlib.sha256(env.observations.tobytes()).hexdigest())
+    env.close()
+    return out
+
+
+def test_same_seed_and_actions_give_identical_frames():
+    path = str(GAMES / "breakout" / "breakout.js")
+    rng = np.random.default_rng(0)
+    actions = [rng.integers(0, 4, (8, 1)).astype(np.float32) for _ in range(300)]
+    a = frame_hashes(path, 7, actions, agents=8)
+    b = frame_hashes(path, 7, actions, agents=8)
+    assert a == b
+    assert len(set(a)) > 100  # the frames do change
+    c = frame_hashes(path, 8, actions, agents=8)
+    assert c != a  # another seed, other episodes
+
+
+def test_two_threads_give_the_frames_of_one():
+    path = str(GAMES / "catcher" / "catcher.js")
+    rng = np.random.default_rng(1)
+    actions = [rng.integers(0, 3, (16, 1)).astype(np.float32) for _ in range(200)]
+    assert frame_hashes(path, 3, actions, agents=16, threads=2) == frame_hashes(path, 3, actions, agents=16, threads=1)
+
+
+@pytest.mark.parametrize("source, match", [
+    ("function draw() {\n  let x = ;\n}\n", r"game\.js:2: SyntaxError"),
+    ("function setup() {}\nfunction resetGame() {}\nfunction getGameState() { return {score: 0} }\n"
+     "function draw() {\n  if (frameCount > 1) undefinedThing.x = 1;\n}\n",
+     r"game\.js:5: ReferenceError: undefinedThing is not defined during a step(.|\n)*at draw"),
+    ("function resetGame() {}\nfunction draw() {}\n", r"defines no getGameState\(\)"),
+    ("function resetGame() {}\nfunction getGameState() { return {score: 0} }\n"
+     "function draw() { if (frameCount > 1) loadImage('x.png'); }\n", r"loadImage\(\) is not supported"),
+    ("function resetGame() {}\nfunction getGameState() { return {score: 0} }\n"
+     "function draw() { if (frameCount > 1) while (true) {} }\n", r"endless loop"),
+    ("function resetGame() {}\nfunction getGameState() { return {score: 0} }\nlet hoard = [];\n"
+     "function draw() { if (frameCount > 1) for (;;) hoard.push(new Array(10000).fill(1)); }\n", r"ran out of its 8 MB"),
+    ("function resetGame() {}\nfunction getGameState() { return {score: 'many'} }\nfunction draw() {}\n",
+     r"score must be a finite number"),
+])
+def test_game_errors_are_clear(tmp_path, source, match):
+    path = game(tmp_path, source, ini="[js]\nmemory_mb = 8\nstep_mops = 5\n")
+    with pytest.raises(JsGameError, match=match):
+        env = envs.make(path, 2, num_threads=1)
+        env.reset()
+        step(env, 0)
+        step(env, 0)
+
+
+def test_a_game_file_that_does_not_exist():
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        envs.make("/nonexistent/game.js", 1)
+
+
+def draw_frame(tmp_path, body, canvas=64):
+    """The first frame of a game whose draw() is `body` on a canvas of `canvas` pixels (the
+    picture is 64 x 64, so canvas 64 draws 1:1)."""
+    src = (f"function setup() {{ createCanvas({canvas}, {canvas}); }}\nfunction resetGame() {{}}\n"
+           f"function getGameState() {{ return {{score: 0}}; }}\nfunction draw() {{ background(0); noStroke(); {body} }}\n")
+    env = envs.make(game(tmp_path, src, name=f"f{abs(hash(body))}"), 1, num_threads=1)
+    env.reset()
+    return env.frame(0)
+
+
+def covered(frame, channel=0):
+    return {(int(y), int(x)) for y, x in np.argwhere(frame[:, :, channel] > 0)}
+
+
+def test_rasterizer_rect_covers_pixel_centers(tmp_path):
+    # x in [1.4, 4.4): centers 1.5, 2.5, 3.5; y in [2.6, 4.6): centers 3.5, 4.5
+    f = draw_frame(tmp_path, "fill(255, 0, 0); rect(1.4, 2.6, 3, 2);")
+    assert covered(f) == {(y, x) for y in (3, 4) for x in (1, 2, 3)}
+    # a 400 x 400 canvas scaled onto 64 x 64: the left half is exactly columns 0..31
+    f = draw_frame(tmp_path, "fill(255, 0, 0); rect(0, 0, 200, 400);", canvas=400)
+    assert covered(f) == {(y, x) for y in range(64) for x in range(32)}
+
+
+def test_rasterizer_circle(tmp_path):
+    # radius 4 around (32, 32): offsets ±0.5..±3.5 with a² + b² <= 16: 2·(8 + 8 + 6 + 4) = 52
+    f = draw_frame(tmp_path, "fill(0, 255, 0); circle(32, 32, 8);")
+    c = covered(f, 1)
+    assert len(c) == 52
+    assert (28, 31) in c and (27, 31) not in c and (31, 28) in c and (31, 27) not in c
+
+
+def test_rasterizer_line_alpha_transform_graphics(tmp_path):
+    # a 1-pixel line on y = 10.5 from x 2.5 to 8.5, square caps: columns 2..8 of row 10
+    f = draw_frame(tmp_path, "stroke(255, 255, 255); line(2.5, 10.5, 8.5, 10.5);")
+    assert covered(f) == {(10, x) for x in range(2, 9)}
+    # fill(255, 0, 0, 128) over blue: (255·128 + 127) // 255 = 128, (255·127 + 127) // 255 = 127
+    f = draw_frame(tmp_path, "background(0, 0, 255); fill(255, 0, 0, 128); rect(0, 0, 4, 4);")
+    assert tuple(f[0, 0]) == (128, 0, 127) and tuple(f[10, 10]) == (0, 0, 255)
+    # rotate a quarter turn around (20, 20): a 10 x 2 bar becomes a 2 x 10 bar
+    f = draw_frame(tmp_path, "fill(255, 0, 0); translate(20, 20); rotate(HALF_PI); rect(0, 0, 10, 2);")
+    assert covered(f) == {(y, x) for y in range(20, 30) for x in (18, 19)}
+    # a createGraphics buffer drawn with image(): its pixels land where the image is put
+    f = draw_frame(tmp_path, "const g = createGraphics(64, 64); g.noStroke(); g.fill(0, 255, 0); g.rect(0, 0, 5, 3);"
+                   " image(g, 20, 30);")
+    assert covered(f, 1) == {(y, x) for y in range(30, 33) for x in range(20, 25)}
+
+
+def test_deterministic_math_matches_libm_closely(tmp_path):
+    # the fixed sin/cos/atan2/exp/log/pow stay within a few ulps of the platform's
+    src = """
+    const xs = [0.1, 0.5, 1, 2, 3, 10, 100, -0.7, 1e-5, 12345.678];
+    let err = 0;
+    function resetGame() {
+      err = 0;
+      for (const x of xs) {
+        err = Math.max(err, Math.abs(Math.sin(x) - REF.sin[xs.indexOf(x)]), Math.abs(Math.cos(x) - REF.cos[xs.indexOf(x)]),
+                       Math.abs(Math.atan2(x, 0.3) - REF.atan2[xs.indexOf(x)]),
+                       Math.abs(Math.exp(x / 100) / REF.exp[xs.indexOf(x)] - 1),
+                       Math.abs(Math.log(Math.abs(x)) - REF.log[xs.indexOf(x)]),
+                       Math.abs(Math.pow(Math.abs(x), 0.37) / REF.pow[xs.indexOf(x)] - 1));
+      }
+    }
+    function draw() {}
+    function getGameState() { return { score: err * 1e15 }; }
+    """
+    import math
+    xs = [0.1, 0.5, 1, 2, 3, 10, 100, -0.7, 1e-5, 12345.678]
+    ref = {"sin": [math.sin(x) for x in xs], "cos": [math.cos(x) for x in xs],
+           "atan2": [math.atan2(x, 0.3) for x in xs], "exp": [math.exp(x / 100) for x in xs],
+           "log": [math.log(abs(x)) for x in xs], "pow": [abs(x) ** 0.37 for x in xs]}
+    import json
+    env = envs.make(game(tmp_path, f"const REF = {json.dumps(ref)};\n" + src), 1, num_threads=1)
+    env.reset()
+    assert env.game_state()[0] < 20  # < 2e-14 absolute / relative
+
+
+def test_grayscale_and_picture_size(tmp_path):
+    path = game(tmp_path, PROBE.replace("background(0);", "background(255, 0, 0);"),
+                ini="[js]\npicture_width = 40\npicture_height = 36\npicture_channels = 1\n")
+    env = envs.make(path, 1, num_threads=1)
+    env.reset()
+    assert env.picture == (36, 40, 1) and env.obs_size == 36 * 40
+    assert (env.observations[0] == (255 * 77 + 128) >> 8).all()
+
+
+def test_trainer_config_reads_the_js_section(tmp_path):
+    from trainer import config
+    path = game(tmp_path, PROBE, ini="[js]\npicture_width = 48\n[train]\ntotal_timesteps = 1000\n")
+    cfg, _ = config.load(path, {"env.max_steps": "500"})
+    assert cfg["env"]["picture_width"] == 48 and cfg["env"]["max_steps"] == 500
+    env = envs.make(path, 2, config=cfg["env"], num_threads=1)
+    assert env.picture == (64, 48, 3) and env.config["max_steps"] == 500
+
+
+@pytest.mark.parametrize("name", ["catcher", "breakout", "flappy"])
+def test_shipped_games_step(name):
+    env = envs.make(str(GAMES / name / f"{name}.js"), 8, num_threads=1)
+    env.reset()
+    rng = np.random.default_rng(0)
+    for _ in range(500):
+        env.step(rng.integers(0, env.act_sizes[0], (8, 1)).astype(np.float32))
+    assert env.observations.std() > 0
+
+
+def _chromium():
+    import shutil
+    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["breakout", "flappy", "kitchen"])
+def test_browser_page_plays_and_the_c_env_replays(tmp_path, name):
+    """Headless Chromium plays a scripted episode in the page (the same p5 prelude, the JS
+    rasterizer), saves a screenshot and posts the recording; the C env replays it to the same
+    score and the same last frame."""
+    import subprocess
+    import threading
+    import time
+    from envs.js import browser
+    chrome = _chromium()
+    if chrome is None:
+        pytest.skip("no chromium (Debian: apt-get install chromium)")
+    # kitchen: every drawing path of the subset (strokes, modes, arcs, transforms, shape kinds,
+    # createGraphics with alpha, HSB, the fixed math) must come out the same in both
+    game_file = GAMES / name / f"{name}.js" if name != "kitchen" else ROOT / "tests" / "js" / "kitchen.js"
+    rng = np.random.default_rng(3)
+    n = envs.make(str(game_file), 1, num_threads=1).act_sizes[0]
+    script = [int(a) for a in rng.integers(0, n, 600)]
+    rec_path = tmp_path / "rec.json"
+    browser.serve.url = None
+    t = threading.Thread(target=browser.serve, kwargs=dict(game=game_file, port=0, seed=11, record=rec_path,
+                                                          script=script, open_browser=False, once=True, quiet=True),
+                         daemon=True)
+    t.start()
+    for _ in range(100):
+        if getattr(browser.serve, "url", None):
+            break
+        time.sleep(0.05)
+    shot = tmp_path / "shot.png"
+    cmd = [chrome, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
+           f"--screenshot={shot}", "--window-size=560,640", "--virtual-time-budget=60000", browser.serve.url]
+    subprocess.run(cmd, capture_output=True, timeout=240)
+    t.join(timeout=60)
+    assert rec_path.is_file(), "the page posted no recording"
+    assert shot.is_file() and shot.stat().st_size > 1000
+    rec = browser.read_recording(rec_path)
+    assert rec["seed"] == 11 and rec["actions"] == script[:len(rec["actions"])] and len(rec["actions"]) > 10
+    res = browser.replay(rec_path)
+    assert res["score"] == rec["score"]
+    assert res["frame_sha256"] == rec["frame_sha256"]
+    assert res["match"]
+
+
+def test_engine_source_missing_or_wrong_is_a_clear_error(tmp_path, monkeypatch):
+    from envs.js import engine
+    monkeypatch.setenv("PUFFGPU_QUICKJS_DIR", str(tmp_path))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")  # as on a machine that cannot reach the index
+    monkeypatch.delenv("PUFFGPU_QUICKJS_SDIST", raising=False)
+    with pytest.raises(engine.EngineError, match=r"(?s)pip download quickjs-ng==0\.17\.0\.2.*" + str(tmp_path)):
+        engine.sdist_path()
+    (tmp_path / engine.SDIST).write_bytes(b"not the sdist")
+    with pytest.raises(engine.EngineError, match="not the pinned"):
+        engine.sdist_path()
