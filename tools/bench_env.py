@@ -88,8 +88,9 @@ def _timed(env, seconds, warmup=20):
 def _bench_ini(folder, agents_per_server, obs_size, processes):
     ini = Path(folder) / "bench.ini"
     src = Path(envs.__file__).resolve().parent / "shm" / "bench_server.c"
-    ini.write_text(f"[env]\nbuild = {src}\ncommand = {{build}} --agents {{agents}} --obs-size {obs_size} "
-                   f"--shm {{name}}\nprocesses = {processes}\n", encoding="utf-8")
+    text = (f"[env]\nbuild = {src}\ncommand = {{build}} --agents {{agents}} --obs-size {obs_size} "
+            f"--shm {{name}}\nprocesses = {processes}\n")
+    ini.write_text(text, encoding="utf-8")
     return str(ini)
 
 
