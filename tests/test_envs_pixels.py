@@ -17,6 +17,8 @@ from envs.build import EnvBuildError
 
 ROOT = Path(__file__).resolve().parent.parent
 PIXEL_ENVS = ["pixel_platformer", "pixel_platformer_small", "breakout"]
+# the hand-checked frames of the small env are at 48x48 gray (its ini trains at 36x36)
+SMALL48 = {"picture_height": 48, "picture_width": 48}
 
 # pixel_platformer's materials: RGB and the gray level of each (its header's table)
 SKY, SOLID, VOID, PLAYER = (92, 148, 252), (136, 84, 40), (0, 0, 0), (230, 30, 30)
@@ -36,7 +38,7 @@ def picture(env, i=0):
 # ---- the declaration ----
 
 def test_builtin_pictures():
-    cases = {"pixel_platformer": (64, 64, 3), "pixel_platformer_small": (48, 48, 1), "breakout": (64, 64, 3)}
+    cases = {"pixel_platformer": (64, 64, 3), "pixel_platformer_small": (36, 36, 1), "breakout": (64, 64, 3)}
     for name, pic in cases.items():
         env = envs.make(name, 2, num_threads=1)
         assert (env.picture, env.obs_dtype, env.obs_size) == (pic, np.uint8, int(np.prod(pic))), name
@@ -202,7 +204,7 @@ def test_pixel_platformer_frames_by_hand():
     assert (pic[:44, 0] == SOLID).all()     # beyond the map's left edge: wall
     assert (pic[44:56, 63] == SOLID).all()  # the last column: the ground past the first pit
 
-    small = envs.make("pixel_platformer_small", 1, num_threads=1)
+    small = envs.make("pixel_platformer_small", 1, num_threads=1, config=SMALL48)
     small.observations[:] = 7
     small.reset()
     gray = picture(small)[..., 0]
@@ -237,14 +239,15 @@ def test_pixel_platformer_grayscale_is_the_rgb_materials():
 # physics, which a compiler may contract into fused multiply-adds on other CPUs.
 HASHES = {
     "pixel_platformer": {0: "3ef9ee6497b7c12c", 50: "03b59ed3e4625123", 150: "d1f90cffdfef6a65"},
-    "pixel_platformer_small": {0: "4a5015fc36969708", 50: "a5166aa0afc775f1", 150: "075c46edc26b43ea"},
+    "pixel_platformer_small": {0: "4a5015fc36969708", 50: "a5166aa0afc775f1", 150: "075c46edc26b43ea"},  # at 48x48
 }
+HASH_CONFIG = {"pixel_platformer": {}, "pixel_platformer_small": SMALL48}
 
 
 @pytest.mark.parametrize("name", sorted(HASHES))
 def test_pixel_platformer_frame_hashes(name):
     vec = envs.make("platformer", 4, num_threads=1, seed=7)
-    pix = envs.make(name, 4, num_threads=1, seed=7)
+    pix = envs.make(name, 4, num_threads=1, seed=7, config=HASH_CONFIG[name])
     vec.reset()
     pix.reset()
     got = {0: sha(pix.observations)}
@@ -370,7 +373,7 @@ def test_play_gif_shows_the_agents_picture(tmp_path):
         [[WALL if y < 2 or x < 2 else (0, 0, 0) for x in range(8)] for y in range(8)]))
     out = tmp_path / "p.png"
     res = subprocess.run([sys.executable, "-m", "envs.play", "pixel_platformer_small", "--scripted", "--png", str(out),
-                          "--view-scale", "2"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+                          "--view-scale", "2", "--set", "picture_height=48", "--set", "picture_width=48"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     frame = np.asarray(Image.open(out).convert("RGB"))
     assert frame.shape == (96, 96, 3) and (frame[60:62, 26:32] == 35).all()  # the player, gray, 2x
