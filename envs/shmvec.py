@@ -49,6 +49,8 @@ from .vecenv import DEFAULT_ENV_KEYS, VecEnv, env_config, env_header_path, usabl
 from .vecenv import env_ini_path as header_ini_path
 
 # [env] keys of the shared-memory layer itself (never passed to a C env's puf_init)
+# Spin iterations before sleeping (see ShmVecEnv._choose_spins; docs/protocol.md has the measurements)
+LONG_SPIN, SHORT_SPIN = 20000, 100
 SHM_KEYS = {"isolate": 0, "processes": 0, "timeout": 30.0}
 SERVER_KEYS = {"command", "build", "attach", "processes", "timeout", "isolate"}
 ISOLATE_SOURCE = Path(__file__).resolve().parent / "shm" / "isolate_server.c"
@@ -153,6 +155,7 @@ class ShmVecEnv:
             self._setup_isolate(name_or_path, total_agents, config, num_threads)
         else:
             self._setup_command(ini, total_agents, config)
+        self.spin, self.server_spin = self._choose_spins()
         _live.add(self)
         _install_hooks()
         try:
@@ -247,7 +250,8 @@ class ShmVecEnv:
         with open(s.log_path, "wb") as out:
             try:
                 s.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                          cwd=self._cwd, start_new_session=True)  # Ctrl-C reaches the trainer only
+                                          cwd=self._cwd, start_new_session=True,  # Ctrl-C reaches the trainer only
+                                          env={**os.environ, "PUFFER_SHM_SPIN": str(self.server_spin)})
             except OSError as e:
                 raise ServerError(f"{self.name}: cannot start server {s.index}: {shlex.join(argv)}: {e}") from None
         s.argv = argv
@@ -355,7 +359,20 @@ class ShmVecEnv:
         per = len(self._servers) // num_buffers
         self.buffers = [(b * per, (b + 1) * per, self._servers[b * per].rows[0], self._servers[(b + 1) * per - 1].rows[1])
                         for b in range(num_buffers)]
-        self.spin = self._lib.puf_default_spin()
+
+    def _choose_spins(self):
+        """Spin iterations before sleeping: (the trainer's, the servers'). A waiter that spins keeps
+        its core and sees the change in a few us; one that sleeps pays a futex wake-up (~100 us
+        on the 2-core CI machine) but leaves its core to others. The trainer waits while the
+        servers step: it spins long when the servers and it fit on the usable cores, and briefly
+        when they are oversubscribed (a spinner then delays the servers it waits for). A server
+        waits while the trainer infers, when the GPU driver may want every core (lavapipe's GPU is
+        the CPU): it spins briefly. PUFFER_SHM_SPIN set by the user wins for both; attached
+        servers keep their own."""
+        if os.environ.get("PUFFER_SHM_SPIN", "").strip():
+            spin = int(native().lib.puf_default_spin())
+            return spin, spin
+        return (LONG_SPIN if len(self._servers) + 1 <= usable_cpus() else SHORT_SPIN), SHORT_SPIN
 
     def _link(self, s):
         ffi, l = self._ffi, self._links[s.index]

@@ -17,6 +17,7 @@ import pytest
 
 import envs
 from envs import shm
+from envs import shmvec
 from envs.shmvec import ServerError, ShmVecEnv
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -414,6 +415,31 @@ def test_isolated_env_matches_in_process():
     finally:
         a.close()
         b.close()
+
+
+def _environ(pid):
+    return dict(kv.split("=", 1) for kv in Path(f"/proc/{pid}/environ").read_text().split("\0") if "=" in kv)
+
+
+@pytest.mark.parametrize("cpus,processes,user,want", [
+    (2, 1, None, (shmvec.LONG_SPIN, shmvec.SHORT_SPIN)),   # server + trainer fit on 2 cores
+    (2, 2, None, (shmvec.SHORT_SPIN, shmvec.SHORT_SPIN)),  # oversubscribed: nobody spins long
+    (16, 8, None, (shmvec.LONG_SPIN, shmvec.SHORT_SPIN)),
+    (2, 1, "0", (0, 0)),                                   # the user's PUFFER_SHM_SPIN wins, both sides
+])
+def test_spin_before_sleeping_is_chosen_per_side(monkeypatch, cpus, processes, user, want):
+    monkeypatch.setattr(shmvec, "usable_cpus", lambda: cpus)
+    if user is None:
+        monkeypatch.delenv("PUFFER_SHM_SPIN", raising=False)
+    else:
+        monkeypatch.setenv("PUFFER_SHM_SPIN", user)
+    with envs.make("arena", 8, config={"processes": processes}) as env:
+        assert (env.spin, env.server_spin) == want
+        for s in env._servers:  # what the server itself reads (puf_default_spin)
+            assert _environ(s.proc.pid)["PUFFER_SHM_SPIN"] == str(want[1])
+        env.reset()
+        _random_steps(env, 5)
+        assert np.isfinite(env.observations).all()
 
 
 @pytest.mark.parametrize("mode,text", [(1, "SIGSEGV"), (2, "exit status 3")])

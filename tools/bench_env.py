@@ -8,7 +8,9 @@
 (`isolate = 1`, the shared-memory protocol) at the same agent count, alternating rounds so that
 both see the same machine load; a DDNet-shaped server benchmark (8 servers x 127 agents x 1,397
 f32 observations, no learning: steps/s and the time of one lockstep round); and the bare round
-trip of one 1-agent server with each wait mechanism (spin only, futex only, spin then futex).
+trip of one 1-agent server with each wait mechanism (spin only, futex only, a short spin then
+futex, and what ShmVecEnv picks by itself: a long spin then futex when the servers and the
+trainer fit on the usable cores, the short spin when they do not).
 
 Random valid actions (a pool cycled through, so the timing excludes random number generation),
 no action validation, no policy. The last line reads `NAME: <steps/s per core> steps/s per core`,
@@ -125,7 +127,8 @@ def shm_benchmarks(args):
               f"{rate / (8 * 127):,.0f} lockstep rounds/s; one round (actions in, 8 servers step, "
               f"observations out) {med_t * 1e3:.3f} ms median, {p90 * 1e3:.3f} ms p90")
         ini = _bench_ini(tmp, 1, 1, 1)
-        for label, spin in (("spin only", "-1"), ("futex only", "0"), ("spin, then futex", "")):
+        for label, spin in (("spin only", "-1"), ("futex only", "0"), ("spin 100, then futex", "100"),
+                            ("the automatic choice", "")):
             old = os.environ.get("PUFFER_SHM_SPIN")
             if spin:
                 os.environ["PUFFER_SHM_SPIN"] = spin
@@ -147,7 +150,7 @@ def main():
     p.add_argument("--env", default=None, help=f"env name ({', '.join(envs.list_envs())}) or header path")
     p.add_argument("--shm", action="store_true", help="in-process vs isolated servers, a DDNet-shaped server "
                    "benchmark and the wait mechanisms' round trips (see above)")
-    p.add_argument("--rounds", type=int, default=3, help="--shm: alternating rounds of in-process vs isolate")
+    p.add_argument("--rounds", type=int, default=5, help="--shm: alternating rounds of in-process vs isolate")
     p.add_argument("--processes", type=int, default=None, help="--shm: server processes of the second isolate "
                    "measurement (default: usable CPUs; the first uses 1)")
     p.add_argument("--agents", type=int, default=None, help="total agents (default: the env's .ini [vec] total_agents, else 1024)")
