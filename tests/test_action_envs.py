@@ -174,3 +174,29 @@ def test_masked_training_never_plays_an_illegal_card(tmp_path, buffers):
     epochs = [json.loads(line) for line in open(res["log"]) if '"epoch"' in line]
     epochs = [e for e in epochs if e.get("type") == "epoch" and "env/illegal" in e]
     assert epochs and all(e["env/illegal"] == 0.0 for e in epochs), [e["env/illegal"] for e in epochs]
+
+
+def test_random_policy_is_uniform_over_legal_choices():
+    """trainer.eval --random: each discrete head uniform over its legal choices, continuous N(0, 1)."""
+    from trainer.eval import RandomActions
+
+    class Env:
+        act_sizes = (4, 1, 3)
+    mask = np.ones((30_000, 8), np.uint8)
+    mask[:, 0] = 0                      # head 0: choices 1, 2, 3 legal
+    mask[:10_000, 1:4] = [0, 1, 0]      # ... and only choice 2 in the first third
+    mask[:, 5:8] = [1, 0, 1]            # head 2: 0 or 2
+    a = RandomActions(Env(), seed=0)(0, 0, None, None, None, mask)
+    assert np.all(a[:10_000, 0] == 2)
+    counts = np.bincount(a[10_000:, 0].astype(int), minlength=4)
+    assert counts[0] == 0 and np.all(np.abs(counts[1:] / 20_000 - 1 / 3) < 0.015), counts
+    assert set(np.unique(a[:, 2])) == {0, 2} and abs(np.mean(a[:, 2] == 0) - 0.5) < 0.015
+    assert abs(a[:, 1].mean()) < 0.03 and abs(a[:, 1].std() - 1) < 0.03
+
+
+def test_eval_random_matches_the_envs_stated_baseline(capsys):
+    """cardplay's header: uniform play over the legal cards scores perf ~0.32."""
+    from trainer.eval import main as eval_main
+    assert eval_main(["--env", "cardplay", "--headless", "--random", "--episodes", "4096"]) == 0
+    perf = float(capsys.readouterr().out.strip().splitlines()[-1].split()[-1])
+    assert abs(perf - 0.32) < 0.03, perf

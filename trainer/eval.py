@@ -4,12 +4,16 @@
     python -m trainer.eval --env platformer PATH.bin             # a given checkpoint
     python -m trainer.eval --env platformer --headless --episodes 1000   # perf over 1000 episodes
     python -m trainer.eval --env platformer --gif run.gif        # one episode to a GIF (no display)
+    python -m trainer.eval --env platformer --headless --random  # the same measure for a random policy
 
 Headless counting is fair: every env contributes exactly its first k episodes (k = episodes /
 parallel envs, rounded up). Counting whatever finishes first would over-count short episodes
 (early deaths). Sampling is stochastic, as in training; --deterministic takes each discrete head's
 most likely legal choice and each continuous head's mean μ instead. The env's action mask applies
-as in training. Config flags (--env.frameskip 2, --base.checkpoint_dir DIR, …) apply.
+as in training. --random replaces the policy by uniform random actions (each discrete head uniform
+over its legal choices, each continuous head N(0, 1), what an untrained policy samples): the
+baseline a trained policy's figure is read against. Config flags (--env.frameskip 2,
+--base.checkpoint_dir DIR, …) apply.
 """
 from __future__ import annotations
 
@@ -35,14 +39,21 @@ from envs.console import safe_console  # noqa: E402
 
 
 class Evaluator:
-    """A policy from a checkpoint driving N agents of an env, one GPU step per env step."""
+    """A policy from a checkpoint driving N agents of an env, one GPU step per env step; with
+    checkpoint=None, uniform random actions instead (no GPU)."""
 
-    def __init__(self, env_name: str, cfg: dict, checkpoint: str, num_agents: int, seed: int, adapter=None,
+    def __init__(self, env_name: str, cfg: dict, checkpoint: str | None, num_agents: int, seed: int, adapter=None,
                  deterministic: bool = False):
-        self.gpu = get_gpu(adapter, quiet=True)
-        attach(self.gpu)  # the tuned kernel variants (from the cache, or timed once)
         self.env = envs.make(env_name, num_agents, config=cfg["env"], num_threads=cfg["vec"]["num_threads"],
                              seed=seed, check_actions=False)
+        self.steps = 0
+        if checkpoint is None:
+            self.infer = RandomActions(self.env, seed)
+            self.path, self.meta = None, {}
+            self.env.reset()
+            return
+        self.gpu = get_gpu(adapter, quiet=True)
+        attach(self.gpu)  # the tuned kernel variants (from the cache, or timed once)
         path = ckpt.resolve(checkpoint, cfg["base"]["checkpoint_dir"], self.env.name)
         meta = ckpt.read_sidecar(path) if path.exists() else None
         hidden = meta["hidden_size"] if meta else cfg["policy"]["hidden_size"]
@@ -53,7 +64,6 @@ class Evaluator:
         self.policy = Policy(self.gpu, self.spec, weights)
         self.rollout = Rollout(self.gpu, self.spec, self.env.num_agents, 1)
         self.infer = RolloutStep(self.policy, self.rollout, seed=seed, deterministic=deterministic)
-        self.steps = 0
         self.env.reset()
 
     def step(self):
@@ -83,6 +93,31 @@ class Evaluator:
         return {"episodes": len(results), **{k: float(np.mean([r[k] for r in results])) for k in keys}}
 
 
+class RandomActions:
+    """The random policy, called like RolloutStep: each discrete head uniform over the choices its
+    action mask allows (all when none is), each continuous head (size 1) N(0, 1)."""
+
+    def __init__(self, env, seed: int):
+        self.sizes = np.asarray(env.act_sizes)
+        self.rng = np.random.default_rng(seed)
+
+    def __call__(self, _buffer, _step, _obs, _rewards, _terminals, mask):
+        n = mask.shape[0]
+        out = np.empty((n, len(self.sizes)), np.float32)
+        col = 0
+        for h, size in enumerate(self.sizes):
+            if size == 1:
+                out[:, h] = self.rng.standard_normal(n)
+            else:
+                legal = mask[:, col:col + size].astype(bool)
+                legal[~legal.any(axis=1)] = True  # a row with no legal choice: any (as training would fail anyway)
+                # the k-th legal choice, k uniform below the row's count
+                k = (self.rng.random(n) * legal.sum(axis=1)).astype(np.int64)
+                out[:, h] = (np.cumsum(legal, axis=1) <= k[:, None]).sum(axis=1)
+            col += size
+        return out
+
+
 def main(argv=None) -> int:
     safe_console()  # a console or pipe that cannot encode a character gets '?'
     ap = argparse.ArgumentParser(prog="python -m trainer.eval", description=__doc__.split("\n")[0])
@@ -96,18 +131,23 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=1, help="seed for the envs and action sampling")
     ap.add_argument("--deterministic", action="store_true",
                     help="no sampling: the most likely legal choice of each discrete head, the mean of each continuous one")
+    ap.add_argument("--random", action="store_true",
+                    help="uniform random actions instead of a checkpoint (the baseline; with --headless)")
     ap.add_argument("--adapter", default=None, help="GPU adapter name/backend substring")
     flags, argv = config_mod.split_section_flags(sys.argv[1:] if argv is None else argv)
     args = ap.parse_args(argv)
     try:
         cfg, _ = config_mod.load(args.env, config_mod.parse_flags(flags))
+        if args.random and not args.headless:
+            raise ValueError("--random measures the random policy: use it with --headless")
         if args.headless:
-            ev = Evaluator(args.env, cfg, args.checkpoint, min(args.agents, args.episodes), args.seed, args.adapter,
-                           deterministic=args.deterministic)
+            ev = Evaluator(args.env, cfg, None if args.random else args.checkpoint, min(args.agents, args.episodes),
+                           args.seed, args.adapter, deterministic=args.deterministic)
             t0 = time.perf_counter()
             res = ev.measure(args.episodes)
             dt = time.perf_counter() - t0
-            print(f"checkpoint {ev.path} (step {ev.meta.get('global_step', '?')})"
+            print("random policy (uniform legal actions)" if args.random else
+                  f"checkpoint {ev.path} (step {ev.meta.get('global_step', '?')})"
                   + (", deterministic actions" if args.deterministic else ""))
             print(f"{ev.env.name}: " + " ".join(f"{k} {v:.4f}" for k, v in res.items() if k != "episodes")
                   + f" over {res['episodes']} episodes ({ev.env.num_envs} envs × first "
