@@ -121,7 +121,8 @@ def _report_goldens(gpu, verbose: bool):
     for fam, fn in (("policy", gr.policy_case), ("advantage", gr.advantage_case),
                     ("advantage_heads", gr.advantage_case), ("ppo", gr.ppo_case), ("ppo_heads", gr.ppo_case),
                     ("muon", gr.muon_case), ("learner", gr.learner_case), ("learner_heads", gr.learner_case),
-                    ("conv", gr.conv_case)):
+                    ("conv", gr.conv_case), ("policy_picture", gr.policy_picture_case),
+                    ("learner_picture", gr.learner_case)):
         groups += [(f"{fam} {n}", lambda n=n, fn=fn, fam=fam: fn(gpu, n, fam)) for n in gr.cases(fam)]
     passed = total = 0
     per_kernel: dict[str, list] = {}
