@@ -11,6 +11,7 @@ import pytest
 from safetensors import safe_open
 from safetensors.numpy import load_file
 
+import envs
 import golden.runs as gr
 from golden.check import assert_close, tolerance
 from trainer import checkpoint as ckpt
@@ -339,3 +340,20 @@ def test_picture_policy_dispatch_shapes_under_the_gpu_rule(gpu):
     assert sum(r["heavy"] for r in rows) > 100
     flagged = [r for r in rows if r["heavy"] and r["flags"]]
     assert not flagged, flagged
+
+
+def test_eval_takes_the_picture_size_from_the_checkpoint(gpu, tmp_path, capsys, monkeypatch):
+    """A run trained with --env.picture_* flags evaluates without repeating them."""
+    monkeypatch.setenv("PUFFGPU_TUNE", "0")
+    from trainer.eval import main as eval_main
+    from trainer.policy import Policy
+    env = envs.make("pixel_platformer_small", 1, config={"picture_height": 40, "picture_width": 44})
+    spec = PolicySpec.for_env(env, 16, 1)
+    env.close()
+    assert spec.picture == (40, 44, 1)
+    ckpt.save(tmp_path / "pixel_platformer_small" / "run" / f"{96:016d}.bin", Policy(gpu, spec, seed=1).read_weights(),
+              spec, "pixel_platformer_small", 96)
+    assert eval_main(["--env", "pixel_platformer_small", "--headless", "--episodes", "4", "--agents", "4",
+                      "--base.checkpoint_dir", str(tmp_path), "--env.max_ticks", "60"]) == 0
+    out = capsys.readouterr().out
+    assert "trained on 40x44x1 pictures" in out and "over 4 episodes" in out

@@ -12,7 +12,8 @@ parallel envs, rounded up). Counting whatever finishes first would over-count sh
 most likely legal choice and each continuous head's mean μ instead. The env's action mask applies
 as in training. --random replaces the policy by uniform random actions (each discrete head uniform
 over its legal choices, each continuous head N(0, 1), what an untrained policy samples): the
-baseline a trained policy's figure is read against. Config flags (--env.frameskip 2,
+baseline a trained policy's figure is read against. A picture env takes the picture size the
+checkpoint was trained on (its sidecar says). Config flags (--env.frameskip 2,
 --base.checkpoint_dir DIR, …) apply.
 """
 from __future__ import annotations
@@ -56,6 +57,15 @@ class Evaluator:
         attach(self.gpu)  # the tuned kernel variants (from the cache, or timed once)
         path = ckpt.resolve(checkpoint, cfg["base"]["checkpoint_dir"], self.env.name)
         meta = ckpt.read_sidecar(path) if path.exists() else None
+        saved = tuple(meta["picture"]) if meta and meta.get("picture") else None
+        if saved and saved != tuple(self.env.picture or ()) and "picture_height" in self.env.config:
+            # a run trained with other picture_* settings: show the env the picture its policy saw
+            print(f"note: {path.name} was trained on {saved[0]}x{saved[1]}x{saved[2]} pictures (height x width x "
+                  f"channels); the env is set to match")
+            self.env.close()
+            env_cfg = {**cfg["env"], "picture_height": saved[0], "picture_width": saved[1], "picture_channels": saved[2]}
+            self.env = envs.make(env_name, num_agents, config=env_cfg, num_threads=cfg["vec"]["num_threads"],
+                                 seed=seed, check_actions=False)
         hidden = meta["hidden_size"] if meta else cfg["policy"]["hidden_size"]
         layers = meta["num_layers"] if meta else cfg["policy"]["num_layers"]
         self.spec = PolicySpec.for_env(self.env, hidden, layers)
