@@ -98,6 +98,38 @@ def test_lifecycle_and_key_semantics(tmp_path):
     assert env.game_state()[1] == 7  # frames since resetGame: 1 + 6 steps
 
 
+def test_frameskip_presses_on_the_first_frame_and_holds_the_rest(tmp_path):
+    path = game(tmp_path, PROBE, ini="[js]\nframeskip = 3\nmax_steps = 4\n")
+    env = envs.make(path, 1, num_threads=1)
+    env.reset()
+    step(env, 6)  # LEFT + press SPACE: 3 frames, SPACE down and keyPressed() on the first only
+    score, frames, _ = env.game_state()
+    assert (score, frames) == (1 + 8, 1 + 3)  # the last frame: LEFT held, one press so far
+    assert env.rewards[0] == 9  # the score's change over the 3 frames
+    step(env, 5)
+    assert env.game_state()[:2] == (16, 7)
+    # the same frames as frameskip 1 stepping the action, then its held keys twice (LEFT: action 1)
+    one = envs.make(path, 1, num_threads=1, config={"frameskip": 1, "max_steps": 100})
+    one.reset()
+    for a in (6, 1, 1, 5, 0, 0):
+        step(one, a)
+    assert one.game_state() == env.game_state() and one.observations.tobytes() == env.observations.tobytes()
+    step(env, 0)
+    step(env, 0)
+    assert env.terminals[0] == 1 and env.log()["episode_length"] == 4  # max_steps counts steps, not frames
+    with pytest.raises(ValueError, match=r"frameskip = 0 must be an integer in \[1, 64\]"):
+        envs.make(path, 1, config={"frameskip": 0})
+
+
+def test_frameskip_stops_at_the_end_of_a_game(tmp_path):
+    src = PROBE.replace("frames++;", "frames++; if (frames == 5) state = 'WIN';")
+    env = envs.make(game(tmp_path, src, ini="[js]\nframeskip = 3\n"), 1, num_threads=1)
+    env.reset()
+    step(env, 0)  # frames 2, 3, 4
+    step(env, 0)  # frame 5 wins: frames 6 and 7 are not drawn
+    assert env.terminals[0] == 1 and env.final(0)[1][1] == 5 and env.log()["wins"] == 1
+
+
 def test_seeded_random_is_mulberry32(tmp_path):
     src = PROBE.replace("function getGameState() { return { score: score,",
                         "function getGameState() { return { score: Math.floor(firstRandom * 1e9) * 1000 + resets,")

@@ -34,7 +34,8 @@ def page_config(game, seed=0, script=None, config=None):
         c["picture_channels"] = 3  # the page shows color; the replay compares RGB frames
     return {"game": path.name, "game_path": str(path), "game_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
             "width": c["picture_width"], "height": c["picture_height"], "actions": c["actions"],
-            "max_steps": c["max_steps"], "seed": int(seed), "script": script}
+            # the page plays and records frames (a frameskip is the trainer's): max_steps in frames
+            "max_steps": c["max_steps"] * c["frameskip"], "seed": int(seed), "script": script}
 
 
 def serve(game, port=8765, seed=0, record=None, script=None, open_browser=True, once=False, quiet=False):
@@ -116,7 +117,8 @@ def replay(recording, game=None):
         notes.append(f"{path} differs from the file that was played")
     h, w, _ = rec["picture"]
     env = jsenv.JsEnv(str(path), 1, config={"picture_width": w, "picture_height": h, "picture_channels": 3,
-                                            "actions": rec["actions_table"], "max_steps": max(rec["max_steps"], 1)},
+                                            "actions": rec["actions_table"], "max_steps": max(rec["max_steps"], 1),
+                                            "frameskip": 1},
                       num_threads=1)
     env.reset_seed(0, rec["seed"])
     ended = False

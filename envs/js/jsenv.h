@@ -89,7 +89,7 @@ struct Env {
     JSRuntime* rt;
     JSContext* ctx;
     JSValue host;     /* the prelude's __puf object */
-    JSValue fn_step, fn_reset;
+    JSValue fn_step, fn_hold, fn_reset;
     double fbuf[JS_FBUF];
     double out[4];    /* score, lives, state code (0 playing, 1 WIN, 2 GAMEOVER, 3 EXIT) */
     double final_out[4];           /* out at the last episode's end */
@@ -99,6 +99,7 @@ struct Env {
     long ops_left, ops_budget;
     size_t memory_limit;
     int max_steps, steps, failed;
+    int frameskip;    /* frames per step: the first with the action's presses, the rest held keys only */
     int rasterize;    /* 0: the primitives draw nothing (tools/bench_env.py times the game alone) */
     unsigned int episode_seed;
     double last_score, episode_return;
@@ -532,13 +533,15 @@ static void js_set_fn(Env* env, JSValue* slot, const char* name) {
 
 void puf_init(Env* env, Dict* kwargs) {
     env->num_agents = 1;
-    env->host = env->fn_step = env->fn_reset = JS_UNDEFINED;
+    env->host = env->fn_step = env->fn_hold = env->fn_reset = JS_UNDEFINED;
     const char* game = dict_get_str(kwargs, "js_game");
     const char* prelude = dict_get_str(kwargs, "js_prelude");
     const char* actions = dict_get_str(kwargs, "js_actions");
     double mem_mb = dict_get(kwargs, "memory_mb");
     double mops = dict_get(kwargs, "step_mops");
     env->max_steps = (int)dict_get(kwargs, "max_steps");
+    env->frameskip = (int)dict_get(kwargs, "frameskip");
+    if (env->frameskip < 1) env->frameskip = 1;
     env->rasterize = dict_get(kwargs, "rasterize") != 0;
     snprintf(env->game, sizeof(env->game), "%s", game);
     env->memory_limit = (size_t)(mem_mb > 1 ? mem_mb : 1) << 20;
@@ -581,6 +584,7 @@ void puf_init(Env* env, Dict* kwargs) {
     env->host = JS_GetPropertyStr(ctx, global, "__puf");
     JS_FreeValue(ctx, global);
     js_set_fn(env, &env->fn_step, "step");
+    js_set_fn(env, &env->fn_hold, "hold");
     js_set_fn(env, &env->fn_reset, "reset");
     if (!js_eval_file(env, game, "loading the game")) return;
     JSValue fn_load = JS_GetPropertyStr(ctx, env->host, "load");
@@ -624,9 +628,14 @@ void puf_step(Env* env) {
     }
     float fa = ag->actions[0];
     int action = (fa >= 0 && fa < JS_NUM_ACTIONS) ? (int)fa : 0;
-    if (!js_call(env, env->fn_step, action, "a step (keyPressed(), draw(), getGameState())", env->ops_budget)) {
-        ag->terminals[0] = 1;
-        return;
+    for (int f = 0; f < env->frameskip; f++) {
+        if (f > 0 && env->out[2] != 0) break;  /* the game ended on an earlier frame of this step */
+        if (!js_call(env, f == 0 ? env->fn_step : env->fn_hold, action,
+                     f == 0 ? "a step (keyPressed(), draw(), getGameState())" : "a held frame (draw(), getGameState())",
+                     env->ops_budget)) {
+            ag->terminals[0] = 1;
+            return;
+        }
     }
     double score = env->out[0];
     double reward = score - env->last_score;
@@ -662,6 +671,7 @@ void puf_render(Env* env) {
 void puf_close(Env* env) {
     if (env->ctx != NULL) {
         JS_FreeValue(env->ctx, env->fn_step);
+        JS_FreeValue(env->ctx, env->fn_hold);
         JS_FreeValue(env->ctx, env->fn_reset);
         JS_FreeValue(env->ctx, env->host);
         JS_FreeContext(env->ctx);

@@ -16,6 +16,10 @@ the .ini beside the game, else the defaults below:
     actions                        the action table: actions separated by `|`, each a list of key
                                    codes held for the step, a `p` before a code for a key pressed
                                    for that frame only (keyPressed() is called), `0` for none
+    frameskip                      frames (draw() calls) per step, default 1: the action's held
+                                   keys stay down for all of them, its press keys are pressed on
+                                   the first only; the reward is the score's change over them and
+                                   an end stops them early
     max_steps                      steps before an episode is truncated (default 2000)
     memory_mb                      the JS heap limit of each env (default 64)
     step_mops                      million JS operations one call into the game may run (default 100)
@@ -37,7 +41,7 @@ JS_DIR = Path(__file__).resolve().parent
 PRELUDE = JS_DIR / "p5.js"
 DEFAULT_ACTIONS = "0 | 37 | 39 | 38 | 40 | p32 | 37 p32 | 39 p32"
 JS_DEFAULTS = {"picture_width": 64, "picture_height": 64, "picture_channels": 3, "actions": DEFAULT_ACTIONS,
-               "max_steps": 2000, "memory_mb": 64, "step_mops": 100, "rasterize": 1}
+               "max_steps": 2000, "frameskip": 1, "memory_mb": 64, "step_mops": 100, "rasterize": 1}
 INTERNAL_KEYS = ("js_game", "js_prelude", "js_actions")
 
 CDEF = """
@@ -114,6 +118,9 @@ def _check(config, path):
     ms = config["max_steps"]
     if not isinstance(ms, int) or ms < 1:
         raise ValueError(f"{path}: [js] max_steps = {ms!r} must be a positive integer")
+    fs = config["frameskip"]
+    if not isinstance(fs, int) or not 1 <= fs <= 64:
+        raise ValueError(f"{path}: [js] frameskip = {fs!r} must be an integer in [1, 64] (frames per step)")
     for key in ("memory_mb", "step_mops"):
         if not isinstance(config[key], (int, float)) or not config[key] > 0:
             raise ValueError(f"{path}: [js] {key} = {config[key]!r} must be a positive number")

@@ -13,7 +13,8 @@
 // The host contract (what the env calls): __puf.load() after the game file is evaluated (setup,
 // resetGame(0), one draw); __puf.reset(seed) (random generators seeded, resetGame(seed), one
 // draw); __puf.step(action) (keys of the action table, keyPressed for pressed keys, one draw,
-// getGameState into out: score, lives, state code).
+// getGameState into out: score, lives, state code); __puf.hold(action) (the same without the
+// press: the later frames of a frameskip).
 (function (G) {
   "use strict";
   const N = G.__native;
@@ -742,6 +743,21 @@
     OUT[2] = code === undefined ? 0 : code;
   }
   function seedAll(seed) { rs = seed >>> 0; }
+  // The action's keys for this frame (the set is replaced); with press, its press keys are down
+  // too and keyPressed() runs once for each.
+  function keys(action, press) {
+    const act = ACTIONS[action] || ACTIONS[0], held = act[0], pressed = press ? act[1] : [];
+    down.clear();
+    for (let i = 0; i < held.length; i++) down.add(held[i]);
+    for (let i = 0; i < pressed.length; i++) down.add(pressed[i]);
+    G.keyIsPressed = down.size > 0;
+    const onPress = typeof G.keyPressed === "function" ? G.keyPressed : null;
+    for (let i = 0; i < pressed.length; i++) {
+      G.keyCode = pressed[i]; G.key = keyName(pressed[i]);
+      if (onPress) onPress();
+    }
+    if (pressed.length === 0 && held.length > 0) { G.keyCode = held[held.length - 1]; G.key = keyName(G.keyCode); }
+  }
   G.__puf = {
     load() {
       need("draw"); need("resetGame"); need("getGameState");
@@ -760,21 +776,9 @@
       frame();
       readState();
     },
-    step(action) {
-      const act = ACTIONS[action] || ACTIONS[0], held = act[0], pressed = act[1];
-      down.clear();
-      for (let i = 0; i < held.length; i++) down.add(held[i]);
-      for (let i = 0; i < pressed.length; i++) down.add(pressed[i]);
-      G.keyIsPressed = down.size > 0;
-      const onPress = typeof G.keyPressed === "function" ? G.keyPressed : null;
-      for (let i = 0; i < pressed.length; i++) {
-        G.keyCode = pressed[i]; G.key = keyName(pressed[i]);
-        if (onPress) onPress();
-      }
-      if (pressed.length === 0 && held.length > 0) { G.keyCode = held[held.length - 1]; G.key = keyName(G.keyCode); }
-      frame();
-      readState();
-    },
+    step(action) { keys(action, true); frame(); readState(); },
+    // a repeated frame of a frameskip: the same held keys, no press
+    hold(action) { keys(action, false); frame(); readState(); },
     actions: ACTIONS,
   };
 })(globalThis);
