@@ -12,7 +12,7 @@ function resetGame(seed) {
   pipes = [];
   score = 0;
   gameState = 'PLAYING';
-  nextPipe = 40;
+  nextPipe = 1;
 }
 
 function keyPressed() {
@@ -45,7 +45,8 @@ function update() {
   bird.y += bird.vy;
   nextPipe -= 1;
   if (nextPipe <= 0) {
-    pipes.push({ x: 400, w: 50, gap: random(110, 290), size: 130, passed: false });
+    // the gap narrows from 190 to 130 over the first 10 pipes
+    pipes.push({ x: 400, w: 50, gap: random(120, 280), size: max(130, 190 - 6 * score), passed: false });
     nextPipe = 75;
   }
   for (const p of pipes) {
@@ -56,7 +57,8 @@ function update() {
     if (inX && !inGap) gameState = 'GAMEOVER';
   }
   pipes = pipes.filter((p) => p.x + p.w > -10);
-  if (bird.y + bird.r > 380 || bird.y < -50) gameState = 'GAMEOVER';
+  if (bird.y < bird.r) { bird.y = bird.r; bird.vy = 0; }  // the sky is a ceiling
+  if (bird.y + bird.r > 380) gameState = 'GAMEOVER';
   if (score >= 25) gameState = 'WIN';
 }
 
