@@ -19,7 +19,8 @@ the vecenv's own where the compiler has no OpenMP or PUFFGPU_OPENMP=0 (the line 
 For a JS game (a .js path) two more one-thread runs, timed by the process's CPU time (so that
 other load on the machine does not change them), one with `rasterize = 0` (the drawing primitives
 do nothing), split a step's time into the game logic (the game's JS and the p5 prelude's) and
-rasterizing (the C primitives).
+rasterizing (the C primitives); with a frameskip (the game's ini) a step is that many frames, and
+the line gives frames/s too.
 """
 
 import argparse
@@ -177,8 +178,11 @@ def main():
         total, _, _ = steps_per_second(args.env, agents, 1, args.seconds, None, cpu=True)
         logic, _, _ = steps_per_second(args.env, agents, 1, args.seconds, {"rasterize": 0}, cpu=True)
         total_us, logic_us = 1e6 / total, 1e6 / logic
+        from envs.js.jsenv import js_config
+        fs = int(js_config(args.env)["frameskip"])  # a step draws fs frames
         print(f"{name}: one thread, per CPU second {total:,.0f} steps/s: {total_us:.1f} us/step = game logic (JS) "
-              f"{logic_us:.1f} us + rasterizing {max(total_us - logic_us, 0.0):.1f} us")
+              f"{logic_us:.1f} us + rasterizing {max(total_us - logic_us, 0.0):.1f} us"
+              + (f"; frameskip {fs}: {total * fs:,.0f} frames/s, {total_us / fs:.1f} us/frame" if fs > 1 else ""))
     print(f"{name}: {all_rate / used:.0f} steps/s per core")
 
 
