@@ -39,7 +39,7 @@ ENV_ORDER = ["env/perf", "env/start_perf", "env/score", "env/episode_return", "e
              "env/archive_cells", "env/archive_progress"]  # Go-Explore: start_perf (real start only) beside perf
 ENV_SKIP = {"env/n"}  # episodes counted per epoch: bookkeeping, not a curve
 UNIT_RANGE = {"env/perf", "env/score", "env/start_perf", "env/real_starts",
-              "env/archive_progress"}  # fractions: fixed 0..1 axis so runs and figures compare
+              "env/archive_progress"}  # fractions: fixed 0..1 axis so runs and figures compare (when in 0..1)
 LABEL_SKIP = {"base.log_dir", "base.checkpoint_dir", "base.load_model_path", "base.wandb_name", "base.wandb_mode",
               "base.tensorboard", "base.wandb", "vec.num_threads"}
 
@@ -209,7 +209,8 @@ def plot(runs: list[dict], out: Path, x: str = "steps", smooth: float | None = N
             ax.set_title(ptitle, loc="left", fontweight="bold")
             if unit:
                 ax.set_ylabel(unit)
-            if keys[0] in UNIT_RANGE:
+            # a fraction's fixed axis; a score that counts (a JS game's) keeps its own
+            if keys[0] in UNIT_RANGE and all(max(abs(x) for x in v) <= 1.0001 for _, _, v in drawn[ptitle] if len(v)):
                 ax.set_ylim(-0.02, 1.02)
             if keys[0] == "learning_rate" or keys[0] == "sps" or "loss" in keys[0]:
                 ax.yaxis.set_major_formatter(FuncFormatter(fmt_num))
