@@ -48,9 +48,9 @@ from .ini import parse_value, read_ini
 from .vecenv import DEFAULT_ENV_KEYS, VecEnv, env_config, env_header_path, usable_cpus
 from .vecenv import env_ini_path as header_ini_path
 
-# [env] keys of the shared-memory layer itself (never passed to a C env's puf_init)
 # Spin iterations before sleeping (see ShmVecEnv._choose_spins; docs/protocol.md has the measurements)
 LONG_SPIN, SHORT_SPIN = 20000, 100
+# [env] keys of the shared-memory layer itself (never passed to a C env's puf_init)
 SHM_KEYS = {"isolate": 0, "processes": 0, "timeout": 30.0}
 SERVER_KEYS = {"command", "build", "attach", "processes", "timeout", "isolate"}
 ISOLATE_SOURCE = Path(__file__).resolve().parent / "shm" / "isolate_server.c"
