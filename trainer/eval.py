@@ -29,6 +29,7 @@ import numpy as np  # noqa: E402
 
 import envs  # noqa: E402
 from envs.image import write_gif  # noqa: E402
+from envs.vecenv import PICTURE_KEYS  # noqa: E402
 
 from . import checkpoint as ckpt  # noqa: E402
 from . import config as config_mod  # noqa: E402
@@ -45,8 +46,10 @@ class Evaluator:
 
     def __init__(self, env_name: str, cfg: dict, checkpoint: str | None, num_agents: int, seed: int, adapter=None,
                  deterministic: bool = False):
-        self.env = envs.make(env_name, num_agents, config=cfg["env"], num_threads=cfg["vec"]["num_threads"],
+        def make(env_cfg):
+            return envs.make(env_name, num_agents, config=env_cfg, num_threads=cfg["vec"]["num_threads"],
                              seed=seed, check_actions=False)
+        self.env = make(cfg["env"])
         self.steps = 0
         if checkpoint is None:
             self.infer = RandomActions(self.env, seed)
@@ -58,14 +61,12 @@ class Evaluator:
         path = ckpt.resolve(checkpoint, cfg["base"]["checkpoint_dir"], self.env.name)
         meta = ckpt.read_sidecar(path) if path.exists() else None
         saved = tuple(meta["picture"]) if meta and meta.get("picture") else None
-        if saved and saved != tuple(self.env.picture or ()) and "picture_height" in self.env.config:
+        if saved and saved != tuple(self.env.picture or ()) and PICTURE_KEYS[0] in self.env.config:
             # a run trained with other picture_* settings: show the env the picture its policy saw
             print(f"note: {path.name} was trained on {saved[0]}x{saved[1]}x{saved[2]} pictures (height x width x "
                   f"channels); the env is set to match")
             self.env.close()
-            env_cfg = {**cfg["env"], "picture_height": saved[0], "picture_width": saved[1], "picture_channels": saved[2]}
-            self.env = envs.make(env_name, num_agents, config=env_cfg, num_threads=cfg["vec"]["num_threads"],
-                                 seed=seed, check_actions=False)
+            self.env = make({**cfg["env"], **dict(zip(PICTURE_KEYS, saved))})
         hidden = meta["hidden_size"] if meta else cfg["policy"]["hidden_size"]
         layers = meta["num_layers"] if meta else cfg["policy"]["num_layers"]
         self.spec = PolicySpec.for_env(self.env, hidden, layers)
