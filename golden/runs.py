@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from golden.check import case, golden, meta
-from trainer.kernels import Choice, conv, matmul
+from trainer.kernels import TR_WIDTH, Choice, conv, matmul, pack_transitions, tr_column
 from trainer.kernels.advantage import compute_advantage
 from trainer.kernels.mingru import mingru_scan_backward, mingru_scan_forward, mingru_step
-from trainer.kernels.ppo import ppo_loss, reduce_logstd_grad, reduce_stats
+from trainer.kernels.ppo import ppo_loss, reduce_logstd_grad, reduce_stats, stats_width
 from trainer.learner import Learner, LearnerConfig, Muon
 from trainer.metrics import PPO_STATS
 from trainer.policy import Activations, Policy, Rollout, policy_backward, policy_forward
@@ -192,20 +192,20 @@ def advantage_case(gpu, name: str, family: str = "advantage"):
     g, m = case(family, name), meta(family, name)
     R, T, spec = m["R"], m["T"], head_spec(m["act_sizes"])
     out_stride = ceil4(spec.out)
-    b = {k: gpu.array(g[k], k) for k in ("actions", "logprobs", "rewards", "terminals")}
+    actions = gpu.array(g["actions"], "actions")
+    tr = gpu.array(pack_transitions(R * T, logprob=g["logprobs"], reward=g["rewards"], terminal=g["terminals"]),
+                   "transitions")
     out = gpu.array(pad_rows(g["out"], out_stride), "out")
     sizes = gpu.array(np.array(spec.act_sizes, np.uint32), "act_sizes")
     mask, logstd = _head_inputs(gpu, g, spec)
-    adv, ret = gpu.buffer(4 * R * T, "adv"), gpu.buffer(4 * R * T, "ret")
     plan = gpu.plan(name)
-    compute_advantage(plan, out=out.range(), out_stride=out_stride, actions=b["actions"].range(), logprobs=b["logprobs"].range(),
-                      rewards=b["rewards"].range(), terminals=b["terminals"].range(), act_sizes=sizes.range(),
-                      advantages=adv.range(), returns=ret.range(), R=R, T=T, spec=spec, cfg=learner_config(m),
-                      logstd=logstd, mask=mask)
+    compute_advantage(plan, out=out.range(), out_stride=out_stride, actions=actions.range(), transitions=tr.range(),
+                      act_sizes=sizes.range(), R=R, T=T, spec=spec, cfg=learner_config(m), logstd=logstd, mask=mask)
     gpu.run(plan)
     label = f"compute_advantage {name} R={R} T={T} vtrace={m['vtrace']} heads {list(spec.act_sizes)}"
-    return [(f"{label} advantages", gpu.read(adv), g["advantages"].reshape(-1), "advantage"),
-            (f"{label} returns", gpu.read(ret), g["returns"].reshape(-1), "advantage")]
+    got = gpu.read(tr).reshape(R * T, TR_WIDTH)
+    return [(f"{label} advantages", got[:, tr_column("advantage")], g["advantages"].reshape(-1), "advantage"),
+            (f"{label} returns", got[:, tr_column("return")], g["returns"].reshape(-1), "advantage")]
 
 
 def ppo_case(gpu, name: str, family: str = "ppo"):
@@ -214,23 +214,25 @@ def ppo_case(gpu, name: str, family: str = "ppo"):
     g, m = case(family, name), meta(family, name)
     M, spec = m["M"], head_spec(m["act_sizes"])
     out_stride = ceil4(spec.out)
-    b = {k: gpu.array(g[k], k) for k in ("actions", "logprobs", "values", "advantages", "returns")}
+    actions = gpu.array(g["actions"], "actions")
+    tr = gpu.array(pack_transitions(M, logprob=g["logprobs"], value=g["values"], advantage=g["advantages"],
+                                    **{"return": g["returns"]}), "transitions")  # reward, terminal: NaN, unread
     out = gpu.array(pad_rows(g["out"], out_stride), "out")
     sizes = gpu.array(np.array(spec.act_sizes, np.uint32), "act_sizes")
     mask, logstd = _head_inputs(gpu, g, spec)
     dout = gpu.array(np.full((M, out_stride), np.nan, np.float32), "dout")  # every element must be written
-    rows = gpu.array(np.full(M * spec.Kc, np.nan, np.float32), "dlogstd_rows") if spec.Kc else None
     dlogstd = gpu.buffer(4 * max(1, spec.Kc), "dlogstd")
-    # two stat slots, written to slot 1: the reduction must address its slot
-    stats, logs = gpu.buffer(4 * M * len(PPO_STATS), "stats"), gpu.buffer(4 * 2 * len(PPO_STATS), "logs")
+    # two stat slots, written to slot 1: the reduction must address its slot; every stats column must be written
+    width = stats_width(spec)
+    stats = gpu.array(np.full(M * width, np.nan, np.float32), "stats")
+    logs = gpu.buffer(4 * 2 * len(PPO_STATS), "logs")
     plan = gpu.plan(name)
-    ppo_loss(plan, out=out.range(), out_stride=out_stride, actions=b["actions"].range(), logprobs=b["logprobs"].range(),
-             values=b["values"].range(), advantages=b["advantages"].range(), returns=b["returns"].range(),
+    ppo_loss(plan, out=out.range(), out_stride=out_stride, actions=actions.range(), transitions=tr.range(),
              act_sizes=sizes.range(), dout=dout.range(), stats=stats.range(), M=M, spec=spec, cfg=learner_config(m),
-             logstd=logstd, mask=mask, dlogstd_rows=rows.range() if rows else None)
-    reduce_stats(plan, stats=stats.range(), logs=logs.range(), slot=1, M=M)
+             logstd=logstd, mask=mask)
+    reduce_stats(plan, stats=stats.range(), logs=logs.range(), slot=1, M=M, Kc=spec.Kc)
     if spec.Kc:
-        reduce_logstd_grad(plan, dlogstd_rows=rows.range(), dlogstd=dlogstd.range(), M=M, Kc=spec.Kc)
+        reduce_logstd_grad(plan, stats=stats.range(), dlogstd=dlogstd.range(), M=M, Kc=spec.Kc)
     gpu.run(plan)
     label = f"ppo_loss {name} M={M} heads {list(spec.act_sizes)}"
     d = gpu.read(dout).reshape(M, out_stride)
@@ -241,7 +243,9 @@ def ppo_case(gpu, name: str, family: str = "ppo"):
         if not np.all(d[:, cols][g["mask"][:, cols] == 0] == 0):
             raise AssertionError(f"{label}: a masked-out logit got a gradient")
     checks = [(f"{label} dout", d[:, :spec.out], g["dout"], "ppo")]
-    per = gpu.read(stats).reshape(M, len(PPO_STATS))
+    per = gpu.read(stats).reshape(M, width)
+    if not np.all(np.isfinite(per)):
+        raise AssertionError(f"{label}: every stats column (the statistics, then the logstd gradients) must be written")
     if "entropy" in g:
         checks.append((f"{label} entropy per element", per[:, 2], g["entropy"], "ppo"))
     if "logp" in g:
@@ -291,8 +295,9 @@ def learner_setup(gpu, name: str, family: str = "learner", masks: bool = True):
     ro = Rollout(gpu, spec, N, T)
     gpu.upload(ro.obs, pack_obs(g["obs"].reshape(N * T, -1), spec, ro.obs_stride))
     gpu.upload(ro.initial_state, g["h0"])
-    for k in ("terminals", "actions", "logprobs", "values", "rewards"):
-        gpu.upload(getattr(ro, k), g[k])
+    gpu.upload(ro.actions, g["actions"])
+    gpu.upload(ro.transitions, pack_transitions(N * T, logprob=g["logprobs"], value=g["values"], reward=g["rewards"],
+                                                terminal=g["terminals"]))  # advantage, return: NaN until computed
     if "mask" in g:
         gpu.upload(ro.mask, pack_mask(g["mask"], spec))
     learner = Learner(policy, ro, minibatch_size=R * T, cfg=learner_config(m), masks=masks)

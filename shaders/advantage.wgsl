@@ -12,36 +12,34 @@
 //   (r_t, d_t stored beside o_t are the outcome of a_{t−1}: the transition t → t+1 uses r_{t+1}, d_{t+1}.)
 //
 // Shapes (minibatch rows, row = r·T + t): out [R·T, out_stride] (A head columns, value), actions [R·T, K],
-//   logprobs (old) [R·T], rewards [R·T], terminals [R·T], act_sizes [K] (u32), logstd [Kc],
-//   mask [R·T, W] u32 (bit j of word w = column 32·w + j legal; read only when masked = 1);
-//   advantages, returns [R·T].
-// Bindings: out, actions, logprobs, rewards, terminals, act_sizes, logstd, mask (reads); advantages,
-//   returns; Params.
+//   act_sizes [K] (u32), logstd [Kc], mask [R·T, W] u32 (bit j of word w = column 32·w + j legal; read
+//   only when masked = 1), transitions [R·T, TR_WIDTH] (transitions.wgsl): reads the old log-probability,
+//   reward and terminal of each row, writes its advantage and return.
+// Bindings: out, actions, act_sizes, logstd, mask (reads); transitions (read and written); Params.
 // Dispatch: one invocation per agent row (the recursion runs backwards over T): grid ceil(R/WG).
 
 struct Params {
     R: u32, T: u32, K: u32, A: u32, out_stride: u32, W: u32, masked: u32,
     vtrace: u32,
     gamma: f32, lambda: f32, rho_clip: f32, c_clip: f32,
-    out_off: u32, actions_off: u32, logprobs_off: u32, rewards_off: u32, terminals_off: u32,
-    act_sizes_off: u32, logstd_off: u32, mask_off: u32, advantages_off: u32, returns_off: u32,
+    out_off: u32, actions_off: u32, act_sizes_off: u32, logstd_off: u32, mask_off: u32, transitions_off: u32,
 }
 
 @group(0) @binding(0) var<storage, read> out: array<f32>;
 @group(0) @binding(1) var<storage, read> actions: array<f32>;
-@group(0) @binding(2) var<storage, read> logprobs: array<f32>;
-@group(0) @binding(3) var<storage, read> rewards: array<f32>;
-@group(0) @binding(4) var<storage, read> terminals: array<f32>;
-@group(0) @binding(5) var<storage, read> act_sizes: array<u32>;
-@group(0) @binding(6) var<storage, read> logstd: array<f32>;
-@group(0) @binding(7) var<storage, read> mask: array<u32>;
-@group(0) @binding(8) var<storage, read_write> advantages: array<f32>;
-@group(0) @binding(9) var<storage, read_write> returns: array<f32>;
-@group(0) @binding(10) var<uniform> p: Params;
+@group(0) @binding(2) var<storage, read> act_sizes: array<u32>;
+@group(0) @binding(3) var<storage, read> logstd: array<f32>;
+@group(0) @binding(4) var<storage, read> mask: array<u32>;
+@group(0) @binding(5) var<storage, read_write> transitions: array<f32>;
+@group(0) @binding(6) var<uniform> p: Params;
 
 override WG: u32 = 64u;
 
 #include "heads.wgsl"
+#include "transitions.wgsl"
+
+// column col of minibatch row i's transition
+fn tr(i: u32, col: u32) -> u32 { return p.transitions_off + i * TR_WIDTH + col; }
 
 // logp_new(i) = Σ_h log p(a_h) of minibatch row i (= r·T + t)
 fn logp_new(i: u32) -> f32 {
@@ -74,24 +72,24 @@ fn compute_advantage(@builtin(global_invocation_id) gid: vec3<u32>) {
     let last = r * T + T - 1u;
     var adv = 0.0;
     var v_next = value(last);
-    advantages[p.advantages_off + last] = 0.0;
-    returns[p.returns_off + last] = v_next;
+    transitions[tr(last, TR_ADVANTAGE)] = 0.0;
+    transitions[tr(last, TR_RETURN)] = v_next;
     for (var i = 1u; i < T; i++) {
         let row = last - i;
         let v = value(row);
-        let nd = 1.0 - terminals[p.terminals_off + row + 1u];
-        let rew = clamp(rewards[p.rewards_off + row + 1u], -1.0, 1.0);
+        let nd = 1.0 - transitions[tr(row + 1u, TR_TERMINAL)];
+        let rew = clamp(transitions[tr(row + 1u, TR_REWARD)], -1.0, 1.0);
         var rho = 1.0;
         var c = 1.0;
         if (p.vtrace != 0u) {
-            let ratio = exp(logp_new(row) - logprobs[p.logprobs_off + row]);
+            let ratio = exp(logp_new(row) - transitions[tr(row, TR_LOGPROB)]);
             rho = min(ratio, p.rho_clip);
             c = min(ratio, p.c_clip);
         }
         let delta = rho * (rew + p.gamma * v_next * nd - v);
         adv = delta + p.gamma * p.lambda * c * nd * adv;
-        advantages[p.advantages_off + row] = adv;
-        returns[p.returns_off + row] = v + adv;
+        transitions[tr(row, TR_ADVANTAGE)] = adv;
+        transitions[tr(row, TR_RETURN)] = v + adv;
         v_next = v;
     }
 }

@@ -12,7 +12,8 @@
 //   dĥ = dh_tot·z if ĥ ≥ 0 else dh_tot·z·h̃(1 − h̃);  dh = dh_tot·(1 − z), 0 if terminal[t]
 //
 // Shapes (agent-major: row = r·T + t): c [rows, 3H], x/y/hs/dy/dx [rows, H], dc [rows, 3H],
-// h0 [R, H] (the state before step 0), terminals [R, T]; the rollout step has T = 1.
+// h0 [R, H] (the state before step 0), terminals [R·T] at a stride of terminals_stride floats (the
+// TR_TERMINAL column of the rollout's transitions in the learner, 1 in the rollout step, which has T = 1).
 // Two variants of each kernel, the same math (trainer/kernels/mingru.py declares them; one is picked per shape):
 //   vec4    (mingru_step, mingru_scan_forward, mingru_scan_backward): 4 hidden units per invocation,
 //           every tensor but terminals read as vec4 (H is a multiple of 8 and every offset a multiple of
@@ -31,6 +32,7 @@
 struct Params {
     R: u32, T: u32, H: u32,
     snapshot: u32,  // mingru_step: 1 → also write the (reset) state before the step to `snapshot`
+    terminals_stride: u32,  // floats between consecutive rows' terminal flags (the rollout's transition rows)
     c_off: u32, x_off: u32, h0_off: u32, terminals_off: u32, dy_off: u32,
     state_off: u32, y_off: u32, hs_off: u32, dc_off: u32, dx_off: u32, snapshot_off: u32,
     c_f_off: u32, x_f_off: u32, h0_f_off: u32, dy_f_off: u32,
@@ -89,7 +91,7 @@ fn mingru_step(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (j >= H4 || r >= p.R) { return; }
     let si = v(p.state_off, r * H4 + j);
     var h = state[si];
-    if (terminals[p.terminals_off + r] != 0.0) { h = vec4(0.0); }
+    if (terminals[p.terminals_off + r * p.terminals_stride] != 0.0) { h = vec4(0.0); }
     if (p.snapshot != 0u) { snapshot[v(p.snapshot_off, r * H4 + j)] = h; }
     let cb = v(p.c_off, r * 3u * H4 + j);
     h = next_state(cb, H4, h);
@@ -106,7 +108,7 @@ fn mingru_scan_forward(@builtin(global_invocation_id) gid: vec3<u32>) {
     var h = h0[v(p.h0_off, r * H4 + j)];
     for (var t = 0u; t < T; t++) {
         let row = r * T + t;
-        if (terminals[p.terminals_off + row] != 0.0) { h = vec4(0.0); }
+        if (terminals[p.terminals_off + row * p.terminals_stride] != 0.0) { h = vec4(0.0); }
         let cb = v(p.c_off, row * 3u * H4 + j);
         h = next_state(cb, H4, h);
         hs[v(p.hs_off, row * H4 + j)] = h;
@@ -126,7 +128,7 @@ fn mingru_scan_backward(@builtin(global_invocation_id) gid: vec3<u32>) {
     for (var i = 0u; i < T; i++) {
         let t = T - 1u - i;
         let row = r * T + t;
-        let reset = terminals[p.terminals_off + row] != 0.0;
+        let reset = terminals[p.terminals_off + row * p.terminals_stride] != 0.0;
         var h_prev = vec4(0.0);
         if (t == 0u) {
             h_prev = h0[v(p.h0_off, r * H4 + j)];
@@ -166,7 +168,7 @@ fn mingru_step_scalar(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (j >= H || r >= p.R) { return; }
     let si = p.state_f_off + r * H + j;
     var h = state_f[si];
-    if (terminals[p.terminals_off + r] != 0.0) { h = 0.0; }
+    if (terminals[p.terminals_off + r * p.terminals_stride] != 0.0) { h = 0.0; }
     if (p.snapshot != 0u) { snapshot_f[p.snapshot_f_off + r * H + j] = h; }
     let cb = p.c_f_off + r * 3u * H + j;
     h = next_state1(cb, H, h);
@@ -182,7 +184,7 @@ fn mingru_scan_forward_scalar(@builtin(global_invocation_id) gid: vec3<u32>) {
     var h = h0_f[p.h0_f_off + r * H + j];
     for (var t = 0u; t < T; t++) {
         let row = r * T + t;
-        if (terminals[p.terminals_off + row] != 0.0) { h = 0.0; }
+        if (terminals[p.terminals_off + row * p.terminals_stride] != 0.0) { h = 0.0; }
         let cb = p.c_f_off + row * 3u * H + j;
         h = next_state1(cb, H, h);
         hs_f[p.hs_f_off + row * H + j] = h;
@@ -200,7 +202,7 @@ fn mingru_scan_backward_scalar(@builtin(global_invocation_id) gid: vec3<u32>) {
     for (var i = 0u; i < T; i++) {
         let t = T - 1u - i;
         let row = r * T + t;
-        let reset = terminals[p.terminals_off + row] != 0.0;
+        let reset = terminals[p.terminals_off + row * p.terminals_stride] != 0.0;
         var h_prev = 0.0;
         if (t == 0u) {
             h_prev = h0_f[p.h0_f_off + r * H + j];

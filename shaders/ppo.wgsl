@@ -10,63 +10,60 @@
 //   L_pg = max(−A·ratio, −A·clip(ratio, 1 ± ε))
 //   v_clip = V_old + clip(v − V_old, ±ε_v);  L_v = ½·max((v − R)², (v_clip − R)²)
 //   L = L_pg + vf_coef·L_v − ent_coef·entropy
-// Gradient written straight into dout (the decoder output's gradient) and dlogstd_rows:
+// Gradient written straight into dout (the decoder output's gradient) and the logstd columns of stats:
 //   g = d_ratio·ratio with d_ratio = −A/M, or 0 where the clipped branch is strictly larger (clip active)
 //   discrete: dL/dl_j = g·(1[j = a_h] − p_j) + (ent_coef/M)·p_j·(log p_j + H_h)   (head h's own entropy);
 //     0 for a masked j (its logit was replaced by a constant)
 //   continuous: dL/dμ = g·(a − μ)/σ²;  dL/ds = g·((a − μ)²/σ² − 1) − ent_coef/M  (per element, in
-//     dlogstd_rows; PufferLib's formulas at the clamped μ and s: the clamps pass the gradient through)
+//     stats column S + k; PufferLib's formulas at the clamped μ and s: the clamps pass the gradient through)
 //     freeze_continuous = 1 (an ablation): both are 0
 //   dL/dv = (vf_coef/M)·(v − R), or 0 where the value clip is active and the clipped square is larger
 //   (gated on the clip being active: v_clip == v up to an ulp otherwise, and a float compare of the
 //   two squares would misfire).
-// Stats per element (S = 8 columns): policy loss, value loss, entropy, total loss,
-//   old_kl = −log r, kl = (r − 1) − log r, clipfrac = |r − 1| > ε, importance = r.
+// Stats per element, a row of S + Kc columns: the S = 8 logged statistics (policy loss, value loss,
+//   entropy, total loss, old_kl = −log r, kl = (r − 1) − log r, clipfrac = |r − 1| > ε, importance = r),
+//   then dL/ds of each continuous head (one buffer for both keeps ppo_loss inside 8 storage buffers).
 //
-// reduce_stats: logs[slot·S + k] = (Σ_i stats[i·S + k]) / M for every column k — one workgroup per
-//   column, a fixed summation order (strided partial sums, then a tree): bit-identical run to run.
-// reduce_logstd_grad: dlogstd[k] = Σ_i dlogstd_rows[i·Kc + k] (the state-independent logstd's
+// reduce_stats: logs[slot·S + k] = (Σ_i stats[i·(S + Kc) + k]) / M for every column k < S — one
+//   workgroup per column, a fixed summation order (strided partial sums, then a tree): bit-identical
+//   run to run.
+// reduce_logstd_grad: dlogstd[k] = Σ_i stats[i·(S + Kc) + S + k] (the state-independent logstd's
 //   gradient), one workgroup per continuous head, the same fixed order.
 //
 // Shapes: out/dout [M, out_stride] (A head columns, value, padding), actions [M, K], act_sizes [K] (u32),
 //   logstd [Kc], mask [M, W] u32 (bit j of word w = column 32·w + j legal; read only when masked = 1),
-//   logprobs, values (rollout: old log-prob and value), advantages, returns [M], stats [M, S],
-//   logs [slots, S], dlogstd_rows [M, Kc], dlogstd [Kc].
-// Bindings: out, actions, logprobs, values, advantages, returns, act_sizes, logstd, mask (reads);
-//   dout, dlogstd_rows, stats, logs, dlogstd; Params.
+//   transitions [M, TR_WIDTH] (transitions.wgsl: the old log-prob and value, the advantage and return),
+//   stats [M, S + Kc], logs [slots, S], dlogstd [Kc].
+// Bindings: out, actions, transitions, act_sizes, logstd, mask (reads); dout, stats, logs, dlogstd; Params.
 // Dispatch: ppo_loss one invocation per element, grid ceil(M/WG); reduce_stats grid S and
 //   reduce_logstd_grad grid Kc, WG_REDUCE threads each.
 
 struct Params {
     M: u32, K: u32, A: u32, out_stride: u32, slot: u32, W: u32, masked: u32, Kc: u32, freeze_continuous: u32,
     clip_coef: f32, vf_coef: f32, vf_clip_coef: f32, ent_coef: f32,
-    out_off: u32, actions_off: u32, logprobs_off: u32, values_off: u32, advantages_off: u32,
-    returns_off: u32, act_sizes_off: u32, logstd_off: u32, mask_off: u32, dout_off: u32,
-    dlogstd_rows_off: u32, stats_off: u32, logs_off: u32, dlogstd_off: u32,
+    out_off: u32, actions_off: u32, transitions_off: u32, act_sizes_off: u32, logstd_off: u32, mask_off: u32,
+    dout_off: u32, stats_off: u32, logs_off: u32, dlogstd_off: u32,
 }
 
 const S: u32 = 8u;
 
 @group(0) @binding(0) var<storage, read> out: array<f32>;
 @group(0) @binding(1) var<storage, read> actions: array<f32>;
-@group(0) @binding(2) var<storage, read> logprobs: array<f32>;
-@group(0) @binding(3) var<storage, read> values: array<f32>;
-@group(0) @binding(4) var<storage, read> advantages: array<f32>;
-@group(0) @binding(5) var<storage, read> returns: array<f32>;
-@group(0) @binding(6) var<storage, read> act_sizes: array<u32>;
-@group(0) @binding(7) var<storage, read> logstd: array<f32>;
-@group(0) @binding(8) var<storage, read> mask: array<u32>;
-@group(0) @binding(9) var<storage, read_write> dout: array<f32>;
-@group(0) @binding(10) var<storage, read_write> dlogstd_rows: array<f32>;
-@group(0) @binding(11) var<storage, read_write> stats: array<f32>;
-@group(0) @binding(12) var<storage, read_write> logs: array<f32>;
-@group(0) @binding(13) var<storage, read_write> dlogstd: array<f32>;
-@group(0) @binding(14) var<uniform> p: Params;
+@group(0) @binding(2) var<storage, read> transitions: array<f32>;
+@group(0) @binding(3) var<storage, read> act_sizes: array<u32>;
+@group(0) @binding(4) var<storage, read> logstd: array<f32>;
+@group(0) @binding(5) var<storage, read> mask: array<u32>;
+@group(0) @binding(6) var<storage, read_write> dout: array<f32>;
+@group(0) @binding(7) var<storage, read_write> stats: array<f32>;
+@group(0) @binding(8) var<storage, read_write> logs: array<f32>;
+@group(0) @binding(9) var<storage, read_write> dlogstd: array<f32>;
+@group(0) @binding(10) var<uniform> p: Params;
 
 override WG: u32 = 64u;
 override WG_REDUCE: u32 = 256u;
 
 #include "heads.wgsl"
+#include "transitions.wgsl"
 
 @compute @workgroup_size(WG, 1, 1)
 fn ppo_loss(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -75,6 +72,8 @@ fn ppo_loss(@builtin(global_invocation_id) gid: vec3<u32>) {
     let base = p.out_off + i * p.out_stride;
     let mrow = p.mask_off + i * p.W;
     let inv_m = 1.0 / f32(p.M);
+    let tr = p.transitions_off + i * TR_WIDTH;
+    let st = p.stats_off + i * (S + p.Kc);
 
     // pass 1: per-head log-probabilities of the taken actions and entropies
     var logp = 0.0;
@@ -97,8 +96,8 @@ fn ppo_loss(@builtin(global_invocation_id) gid: vec3<u32>) {
         o += size;
     }
 
-    let adv = advantages[p.advantages_off + i];
-    let logratio = logp - logprobs[p.logprobs_off + i];
+    let adv = transitions[tr + TR_ADVANTAGE];
+    let logratio = logp - transitions[tr + TR_LOGPROB];
     let ratio = exp(logratio);
     let eps = p.clip_coef;
     let pg1 = -adv * ratio;
@@ -110,8 +109,8 @@ fn ppo_loss(@builtin(global_invocation_id) gid: vec3<u32>) {
     let g = d_ratio * ratio;  // dL/dlogp
 
     let v = out[base + p.A];
-    let v_old = values[p.values_off + i];
-    let ret = returns[p.returns_off + i];
+    let v_old = transitions[tr + TR_VALUE];
+    let ret = transitions[tr + TR_RETURN];
     let dv = v - v_old;
     let v_clip = v_old + clamp(dv, -p.vf_clip_coef, p.vf_clip_coef);
     let sq = (v - ret) * (v - ret);
@@ -133,8 +132,7 @@ fn ppo_loss(@builtin(global_invocation_id) gid: vec3<u32>) {
             let var_ = sigma * sigma;
             let diff = gaussian_clamp(actions[p.actions_off + i * p.K + h]) - gaussian_mu(base, o);
             dout[p.dout_off + i * p.out_stride + o] = select(g * diff / var_, 0.0, frozen);
-            dlogstd_rows[p.dlogstd_rows_off + i * p.Kc + kc] = select(g * (diff * diff / var_ - 1.0) - ent_scale, 0.0,
-                                                                      frozen);
+            stats[st + S + kc] = select(g * (diff * diff / var_ - 1.0) - ent_scale, 0.0, frozen);
             kc += 1u;
         } else {
             let sm = head_softmax(base, mrow, o, size);
@@ -152,7 +150,6 @@ fn ppo_loss(@builtin(global_invocation_id) gid: vec3<u32>) {
     dout[p.dout_off + i * p.out_stride + p.A] = dvalue;
     for (var j = p.A + 1u; j < p.out_stride; j++) { dout[p.dout_off + i * p.out_stride + j] = 0.0; }
 
-    let st = p.stats_off + i * S;
     stats[st + 0u] = pg_loss;
     stats[st + 1u] = v_loss;
     stats[st + 2u] = entropy;
@@ -170,7 +167,7 @@ fn reduce_stats(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup
     let k = wid.x;  // stat column
     let j = lid.x;
     var acc = 0.0;
-    for (var i = j; i < p.M; i += WG_REDUCE) { acc += stats[p.stats_off + i * S + k]; }
+    for (var i = j; i < p.M; i += WG_REDUCE) { acc += stats[p.stats_off + i * (S + p.Kc) + k]; }
     partial[j] = acc;
     tree_sum(j);
     if (j == 0u) { logs[p.logs_off + p.slot * S + k] = partial[0] / f32(p.M); }
@@ -181,7 +178,7 @@ fn reduce_logstd_grad(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(wor
     let k = wid.x;  // continuous head
     let j = lid.x;
     var acc = 0.0;
-    for (var i = j; i < p.M; i += WG_REDUCE) { acc += dlogstd_rows[p.dlogstd_rows_off + i * p.Kc + k]; }
+    for (var i = j; i < p.M; i += WG_REDUCE) { acc += stats[p.stats_off + i * (S + p.Kc) + S + k]; }
     partial[j] = acc;
     tree_sum(j);
     if (j == 0u) { dlogstd[p.dlogstd_off + k] = partial[0]; }

@@ -9,7 +9,7 @@
 //   continuous head (size 1, the k-th such head): μ = clamp(out[n, o_h], ±1e6),
 //     s = clamp(logstd[k], −20, 2), σ = eˢ; ε ~ N(0, 1) by Box–Muller from two hashed uniforms;
 //     a_h = clamp(μ + σ·ε, ±1e6)  (deterministic: a_h = μ);  log p = −½((a_h − μ)/σ)² − ½log 2π − s
-//   logprob = Σ_h log p(a_h);  value = out[n, A]
+//   logprob = Σ_h log p(a_h);  value = out[n, A]  (the rollout's TR_LOGPROB and TR_VALUE at step t)
 //   Actions are stored as floats (discrete indices or Gaussian samples), for the env (actions_step)
 //   and the rollout (actions).
 //
@@ -17,16 +17,16 @@
 //   globals [4] u32 = (t, rng_step, seed, flags: bit 0 = deterministic), logstd [Kc],
 //   mask [N, W] u32 (bit j of word w = column 32·w + j legal; read only when masked = 1),
 //   actions_step [N, K], rollout storage (agent-major, row = n·T + t): actions [N·T, K],
-//   logprobs [N·T], values [N·T].
-// Bindings: out, act_sizes, globals, logstd, mask (reads); actions_step, actions, logprobs, values
-//   (writes); Params.
+//   transitions [N·T, TR_WIDTH] (transitions.wgsl).
+// Bindings: out, act_sizes, globals, logstd, mask (reads); actions_step, actions, transitions (writes);
+//   Params.
 // Dispatch: one invocation per agent, grid ceil(N/WG).
 // Same seed, rng_step and logits → same actions (no hidden state: the RNG is a hash of the counter).
 
 struct Params {
     N: u32, K: u32, A: u32, out_stride: u32, T: u32, W: u32, masked: u32,
     out_off: u32, act_sizes_off: u32, globals_off: u32, logstd_off: u32, mask_off: u32,
-    actions_step_off: u32, actions_off: u32, logprobs_off: u32, values_off: u32,
+    actions_step_off: u32, actions_off: u32, transitions_off: u32,
 }
 
 @group(0) @binding(0) var<storage, read> out: array<f32>;
@@ -36,13 +36,13 @@ struct Params {
 @group(0) @binding(4) var<storage, read> mask: array<u32>;
 @group(0) @binding(5) var<storage, read_write> actions_step: array<f32>;
 @group(0) @binding(6) var<storage, read_write> actions: array<f32>;
-@group(0) @binding(7) var<storage, read_write> logprobs: array<f32>;
-@group(0) @binding(8) var<storage, read_write> values: array<f32>;
-@group(0) @binding(9) var<uniform> p: Params;
+@group(0) @binding(7) var<storage, read_write> transitions: array<f32>;
+@group(0) @binding(8) var<uniform> p: Params;
 
 override WG: u32 = 64u;
 
 #include "heads.wgsl"
+#include "transitions.wgsl"
 
 const TWO_PI: f32 = 6.283185307179586;
 
@@ -116,6 +116,7 @@ fn sample_actions(@builtin(global_invocation_id) gid: vec3<u32>) {
         actions[p.actions_off + dst * p.K + h] = a;
         o += size;
     }
-    logprobs[p.logprobs_off + dst] = logprob;
-    values[p.values_off + dst] = out[row + p.A];
+    let tr = p.transitions_off + dst * TR_WIDTH;
+    transitions[tr + TR_LOGPROB] = logprob;
+    transitions[tr + TR_VALUE] = out[row + p.A];
 }

@@ -7,11 +7,11 @@ import pytest
 import golden.runs as gr
 from golden.check import assert_close, case, meta, tolerance
 from trainer.gpu import GPUError
+from trainer.kernels import TR_WIDTH, pack_transitions, tr_column
 from trainer.kernels.advantage import compute_advantage
-from trainer.kernels.ppo import ppo_loss, reduce_logstd_grad
+from trainer.kernels.ppo import ppo_loss, reduce_logstd_grad, stats_width
 from trainer.kernels.sample import sample_actions
 from trainer.learner import Learner, LearnerConfig
-from trainer.metrics import PPO_STATS
 from trainer.policy import Policy, Rollout, RolloutStep
 from trainer.spec import PolicySpec, ceil4, init_weights, pack_mask, unflatten
 
@@ -34,15 +34,18 @@ def _sample(gpu, spec, out_rows, logstd, mask_rows, deterministic, step=5):
     ls = gpu.array(logstd.reshape(-1), "logstd") if logstd is not None else None
     mk = gpu.array(pack_mask(np.repeat(mask_rows, REPS, axis=0), spec), "mask") if mask_rows is not None else None
     a_step, acts = gpu.buffer(4 * N * spec.K, "actions_step"), gpu.buffer(4 * N * spec.K, "actions")
-    lp, val = gpu.buffer(4 * N, "logprobs"), gpu.buffer(4 * N, "values")
+    tr = gpu.array(pack_transitions(N), "transitions")
     plan = gpu.plan("sample")
-    sample_actions(plan, out.range(), ldo, sizes.range(), glob.range(), a_step.range(), acts.range(), lp.range(),
-                   val.range(), N, 1, spec, logstd=ls.range() if ls else None, mask=mk.range() if mk else None)
+    sample_actions(plan, out.range(), ldo, sizes.range(), glob.range(), a_step.range(), acts.range(), tr.range(),
+                   N, 1, spec, logstd=ls.range() if ls else None, mask=mk.range() if mk else None)
     gpu.run(plan)
     a = gpu.read(acts).reshape(M, REPS, spec.K)
     assert np.array_equal(gpu.read(a_step).reshape(M, REPS, spec.K), a), "env copy and rollout copy differ"
-    assert np.array_equal(gpu.read(val).reshape(M, REPS), np.repeat(out_rows[:, spec.A:spec.A + 1], REPS, 1))
-    return a, gpu.read(lp).reshape(M, REPS)
+    rows = gpu.read(tr).reshape(M, REPS, TR_WIDTH)
+    assert np.array_equal(rows[..., tr_column("value")], np.repeat(out_rows[:, spec.A:spec.A + 1], REPS, 1))
+    others = [c for c in range(TR_WIDTH) if c not in (tr_column("value"), tr_column("logprob"))]
+    assert np.all(np.isnan(rows[..., others])), "sample_actions writes only the log-prob and value columns"
+    return a, rows[..., tr_column("logprob")]
 
 
 @pytest.mark.parametrize("name", gr.cases("sample"))
@@ -135,17 +138,18 @@ def test_freeze_continuous_ablation(gpu):
     for frozen in (False, True):
         cfg = gr.learner_config(m)
         cfg.freeze_continuous = frozen
-        b = {k: gpu.array(g[k], k) for k in ("actions", "logprobs", "values", "advantages", "returns")}
+        actions = gpu.array(g["actions"], "actions")
+        tr = gpu.array(pack_transitions(M, logprob=g["logprobs"], value=g["values"], advantage=g["advantages"],
+                                        **{"return": g["returns"]}), "transitions")
         out, dout = gpu.array(gr.pad_rows(g["out"], ldo), "out"), gpu.buffer(4 * M * ldo, "dout")
-        rows, dls = gpu.buffer(4 * M * spec.Kc, "rows"), gpu.buffer(4 * spec.Kc, "dlogstd")
-        stats = gpu.buffer(4 * M * len(PPO_STATS), "stats")
+        dls = gpu.buffer(4 * spec.Kc, "dlogstd")
+        stats = gpu.buffer(4 * M * stats_width(spec), "stats")
         plan = gpu.plan("freeze")
-        ppo_loss(plan, out=out.range(), out_stride=ldo, actions=b["actions"].range(), logprobs=b["logprobs"].range(),
-                 values=b["values"].range(), advantages=b["advantages"].range(), returns=b["returns"].range(),
+        ppo_loss(plan, out=out.range(), out_stride=ldo, actions=actions.range(), transitions=tr.range(),
                  act_sizes=gpu.array(np.array(spec.act_sizes, np.uint32), "sizes").range(), dout=dout.range(),
                  stats=stats.range(), M=M, spec=spec, cfg=cfg, logstd=gpu.array(g["logstd"], "ls").range(),
-                 mask=gpu.array(pack_mask(g["mask"], spec), "mask").range(), dlogstd_rows=rows.range())
-        reduce_logstd_grad(plan, dlogstd_rows=rows.range(), dlogstd=dls.range(), M=M, Kc=spec.Kc)
+                 mask=gpu.array(pack_mask(g["mask"], spec), "mask").range())
+        reduce_logstd_grad(plan, stats=stats.range(), dlogstd=dls.range(), M=M, Kc=spec.Kc)
         gpu.run(plan)
         results.append((gpu.read(dout).reshape(M, ldo), gpu.read(dls)))
     (d0, l0), (d1, l1) = results
@@ -180,7 +184,7 @@ def test_mask_path_is_bit_identical_when_all_legal(gpu):
         step = RolloutStep(policy, ro, seed=8, masks=masks)
         acts = [step(t, 40 + t, rng.standard_normal((N, 11)), rng.standard_normal(N), (rng.random(N) < 0.2) * 1.0,
                      np.ones((N, spec.A), np.uint8)).tobytes() for t in range(T)]
-        runs.append((acts, gpu.read(ro.logprobs).tobytes(), gpu.read(ro.values).tobytes()))
+        runs.append((acts, gpu.read(ro.transitions).tobytes()))
     assert runs[0] == runs[1]
 
 
@@ -214,22 +218,20 @@ def test_rollout_stores_mask_and_training_uses_it(gpu):
         step(t, 20 + t, rng.standard_normal((N, 5)), rng.uniform(-1, 1, N), np.zeros(N), masks[t])  # not clamped
     from trainer.policy import Activations, policy_forward
     act = Activations(gpu, spec, N, T)
-    adv, ret = gpu.buffer(4 * N * T, "adv"), gpu.buffer(4 * N * T, "ret")
     plan = gpu.plan("check")
-    policy_forward(plan, policy, act, ro.obs.range(), ro.obs_stride, ro.terminals.range(),
-                   [ro.state_of(ro.initial_state, 0)])
+    policy_forward(plan, policy, act, ro.obs.range(), ro.obs_stride, ro.column("terminal", 0, N),
+                   [ro.state_of(ro.initial_state, 0)], terminals_stride=TR_WIDTH)
     cfg = LearnerConfig(vtrace=True, vtrace_rho_clip=1e9, vtrace_c_clip=1e9, gamma=1.0, gae_lambda=1.0)
-    compute_advantage(plan, out=act.out.range(), out_stride=act.out_stride, actions=ro.actions.range(), logprobs=ro.logprobs.range(),
-                      rewards=ro.rewards.range(), terminals=ro.terminals.range(), act_sizes=policy.act_sizes.range(),
-                      advantages=adv.range(), returns=ret.range(), R=N, T=T, spec=spec, cfg=cfg,
-                      logstd=policy.w("logstd"), mask=ro.mask.range())
+    compute_advantage(plan, out=act.out.range(), out_stride=act.out_stride, actions=ro.actions.range(),
+                      transitions=ro.transitions.range(), act_sizes=policy.act_sizes.range(), R=N, T=T, spec=spec,
+                      cfg=cfg, logstd=policy.w("logstd"), mask=ro.mask.range())
     gpu.run(plan)
     out = gpu.read(act.out).reshape(N * T, act.out_stride)
     # with ρ = c = ratio unclipped and γ = λ = 1, A_{T−2} = ρ·(r + V' − V): recover ρ where r + V' − V ≠ 0
-    r = gpu.read(ro.rewards).reshape(N, T)
+    r = ro.read_column("reward").reshape(N, T)
     v = out[:, spec.A].reshape(N, T)
     delta = r[:, T - 1] + v[:, T - 1] - v[:, T - 2]
-    rho = gpu.read(adv).reshape(N, T)[:, T - 2] / delta
+    rho = ro.read_column("advantage").reshape(N, T)[:, T - 2] / delta
     assert_close("V-trace ratio of the stored actions", rho, np.ones_like(rho), "vtrace_ratio")
 
 
@@ -271,7 +273,7 @@ def test_bad_head_sizes_and_shapes_are_refused(gpu):
         pack_mask(np.ones((5, 6), np.uint8), spec)
     r = gpu.buffer(4096, "b").range()
     with pytest.raises(GPUError, match="logstd is needed"):
-        sample_actions(gpu.plan("x"), r, 4, r, r, r, r, r, r, 5, 1, spec)
+        sample_actions(gpu.plan("x"), r, 4, r, r, r, r, r, 5, 1, spec)
 
 
 # ------------------------------------------------------------------------------------- checkpoints

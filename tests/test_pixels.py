@@ -15,6 +15,7 @@ import envs
 import golden.runs as gr
 from golden.check import assert_close, tolerance
 from trainer import checkpoint as ckpt
+from trainer.kernels import TR_WIDTH
 from trainer.spec import CONVS, PolicySpec, flatten, init_weights, pack_obs, pad8, unflatten
 
 PIXELS = PolicySpec(obs_size=64 * 64 * 3, hidden=128, layers=4, act_sizes=(8,), picture=(64, 64, 3), obs_dtype="uint8")
@@ -245,7 +246,8 @@ def _rollout_vs_scan(gpu, spec, make_obs, N=7, T=5, seed=3):
     act = Activations(gpu, spec, N, T)
     h0 = [ro.state_of(ro.initial_state, l) for l in range(spec.layers)]
     plan = gpu.plan("scan")
-    policy_forward(plan, policy, act, ro.obs.range(), ro.obs_stride, ro.terminals.range(), h0)
+    policy_forward(plan, policy, act, ro.obs.range(), ro.obs_stride, ro.column("terminal", 0, N), h0,
+                   terminals_stride=TR_WIDTH)
     gpu.run(plan)
     out = gpu.read(act.out).reshape(N * T, act.out_stride)
     return policy, ro, out
@@ -258,16 +260,16 @@ def test_picture_rollout_steps_equal_training_scan(gpu):
                       obs_dtype="uint8")
     policy, ro, out = _rollout_vs_scan(gpu, spec, lambda rng, N: rng.integers(0, 256, (N, spec.obs_size), np.uint8))
     N, T = ro.N, ro.T
-    assert_close("picture rollout values vs scan", gpu.read(ro.values), out[:, spec.A], "rollout_scan")
+    assert_close("picture rollout values vs scan", ro.read_column("value"), out[:, spec.A], "rollout_scan")
     a = gpu.read(ro.actions).reshape(N * T, spec.K).astype(int)
     lp = _log_softmax(out[:, :3])[np.arange(N * T), a[:, 0]] + _log_softmax(out[:, 3:5])[np.arange(N * T), a[:, 1]]
-    assert_close("picture rollout logprobs vs scan", gpu.read(ro.logprobs), lp, "rollout_scan")
+    assert_close("picture rollout logprobs vs scan", ro.read_column("logprob"), lp, "rollout_scan")
 
 
 def test_float_picture_rollout_steps_equal_training_scan(gpu):
     spec = PolicySpec(obs_size=36 * 36 * 2, hidden=8, layers=1, act_sizes=(4,), picture=(36, 36, 2))
     policy, ro, out = _rollout_vs_scan(gpu, spec, lambda rng, N: rng.random((N, spec.obs_size), np.float32), N=3, T=4)
-    assert_close("float picture rollout values vs scan", gpu.read(ro.values), out[:, spec.A], "rollout_scan")
+    assert_close("float picture rollout values vs scan", ro.read_column("value"), out[:, spec.A], "rollout_scan")
 
 
 def test_uint8_observations_without_picture_are_raw_floats(gpu):
@@ -288,11 +290,11 @@ def test_uint8_observations_without_picture_are_raw_floats(gpu):
         step = RolloutStep(policy, ro, seed=1)
         for t in range(T):
             step(t, t, conv(obs[t]), np.zeros(N), np.zeros(N))
-        values.append(gpu.read(ro.values))
+        values.append(ro.read_column("value"))
         assert ro.obs_stride == (4 if spec.packed else 16)
     assert_close("uint8 vs float values", values[0], values[1], "rollout_scan")
     _, ro, out = _rollout_vs_scan(gpu, u8, lambda rng, N: rng.integers(0, 256, (N, 13), np.uint8))
-    assert_close("uint8 rollout values vs scan", gpu.read(ro.values), out[:, u8.A], "rollout_scan")
+    assert_close("uint8 rollout values vs scan", ro.read_column("value"), out[:, u8.A], "rollout_scan")
 
 
 # ------------------------------------------------------------------------------------------ blank frames

@@ -6,6 +6,7 @@ import pytest
 
 import golden.runs as gr
 from golden.check import assert_close, tolerance
+from trainer.kernels import TR_WIDTH
 from trainer.policy import Activations, Policy, Rollout, RolloutStep, policy_forward
 from trainer.spec import PolicySpec, flatten, init_weights, unflatten
 
@@ -74,15 +75,16 @@ def test_rollout_steps_equal_training_scan(gpu):
     act = Activations(gpu, spec, N, T)
     h0 = [ro.state_of(ro.initial_state, l) for l in range(spec.layers)]
     plan = gpu.plan("scan")
-    policy_forward(plan, policy, act, ro.obs.range(), ro.obs_stride, ro.terminals.range(), h0)
+    policy_forward(plan, policy, act, ro.obs.range(), ro.obs_stride, ro.column("terminal", 0, N), h0,
+                   terminals_stride=TR_WIDTH)
     gpu.run(plan)
     out = gpu.read(act.out).reshape(N * T, act.out_stride)
-    values = gpu.read(ro.values)
+    values = ro.read_column("value")
     assert_close("rollout values vs scan", values, out[:, spec.A], "rollout_scan")
     actions = gpu.read(ro.actions).reshape(N * T, spec.K).astype(int)
     lp = _log_softmax(out[:, :3])[np.arange(N * T), actions[:, 0]] + _log_softmax(out[:, 3:5])[np.arange(N * T), actions[:, 1]]
-    assert_close("rollout logprobs vs log-softmax of the scan", gpu.read(ro.logprobs), lp, "rollout_scan")
-    assert np.array_equal(gpu.read(ro.terminals).reshape(N, T), terms.T)
+    assert_close("rollout logprobs vs log-softmax of the scan", ro.read_column("logprob"), lp, "rollout_scan")
+    assert np.array_equal(ro.read_column("terminal").reshape(N, T), terms.T)
 
 
 def test_sampling_frequencies_logprob_and_determinism(gpu):
@@ -115,5 +117,5 @@ def test_sampling_frequencies_logprob_and_determinism(gpu):
         tol = tolerance("sampling") * np.sqrt(p * (1 - p) / N) + tolerance("sampling_floor")
         assert np.all(np.abs(freq - p) < tol), (h, freq, p)
     lp = _log_softmax(out[0:3])[a3[:, 0].astype(int)] + _log_softmax(out[3:7])[a3[:, 1].astype(int)]
-    assert_close("sampled logprobs", gpu.read(ro.logprobs), lp, "sample")
-    assert_close("rollout values of identical agents", gpu.read(ro.values), np.full(N, out[7]), "rollout_scan")
+    assert_close("sampled logprobs", ro.read_column("logprob"), lp, "sample")
+    assert_close("rollout values of identical agents", ro.read_column("value"), np.full(N, out[7]), "rollout_scan")

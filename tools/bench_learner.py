@@ -15,6 +15,7 @@ import numpy as np
 
 from bench_kernels import bench_matmul  # tools/ is on sys.path when run as a script
 from trainer.gpu import get_gpu
+from trainer.kernels import pack_transitions
 from trainer.learner import Learner
 from trainer.tune import attach
 from trainer.policy import Policy, Rollout
@@ -66,8 +67,8 @@ def main():
     rng = np.random.default_rng(0)
     gpu.upload(ro.obs, rng.random((N * T, ro.obs_stride), dtype=np.float32))
     gpu.upload(ro.actions, rng.integers(0, 3, (N * T, 2)).astype(np.float32))
-    gpu.upload(ro.logprobs, np.full(N * T, -2.2, np.float32))
-    gpu.upload(ro.rewards, rng.standard_normal(N * T).astype(np.float32) * 0.1)
+    gpu.upload(ro.transitions, pack_transitions(N * T, fill=0.0, logprob=-2.2,
+                                                reward=rng.standard_normal(N * T).astype(np.float32) * 0.1))
     t = time.perf_counter()
     learner = Learner(policy, ro, args.minibatch)
     build = time.perf_counter() - t

@@ -13,6 +13,7 @@ import time
 import numpy as np
 
 from trainer.gpu import get_gpu
+from trainer.kernels import TR_WIDTH
 from trainer.tune import attach
 from trainer.policy import Activations, Policy, Rollout, RolloutStep, policy_backward, policy_forward
 from trainer.spec import PolicySpec
@@ -58,10 +59,10 @@ def main():
     plans = []
     for m in range(N // R):
         plan = gpu.plan(f"train mb{m}")
-        obs_r, term_r = ro.rows(ro.obs, m * R, R, ro.obs_stride), ro.rows(ro.terminals, m * R, R)
+        obs_r, term_r = ro.rows(ro.obs, m * R, R, ro.obs_stride), ro.column("terminal", m * R, R)
         h0 = [ro.state_of(ro.initial_state, l, m * R, R) for l in range(spec.layers)]
-        policy_forward(plan, policy, act, obs_r, ro.obs_stride, term_r, h0)
-        policy_backward(plan, policy, act, obs_r, ro.obs_stride, term_r, h0)
+        policy_forward(plan, policy, act, obs_r, ro.obs_stride, term_r, h0, terminals_stride=TR_WIDTH)
+        policy_backward(plan, policy, act, obs_r, ro.obs_stride, term_r, h0, terminals_stride=TR_WIDTH)
         plans.append(plan.finalize())
 
     def run_all():

@@ -25,10 +25,10 @@ import numpy as np
 from .config import check_minibatching, num_minibatches
 from .gpu import GPU, GPUError, Plan, Range
 from .kernels import muon as muon_kernels
-from .kernels import need
+from .kernels import TR_WIDTH, need
 from .kernels.advantage import compute_advantage
 from .kernels.matmul import matmul_backward_input, matmul_backward_weight, matmul_forward
-from .kernels.ppo import ppo_loss, reduce_logstd_grad, reduce_stats
+from .kernels.ppo import ppo_loss, reduce_logstd_grad, reduce_stats, stats_width
 from .metrics import PPO_STATS
 from .policy import Activations, Policy, Rollout, policy_backward, policy_forward
 from .spec import PolicySpec
@@ -210,12 +210,9 @@ class Learner:
         self.num_minibatches = num_minibatches(N, T, minibatch_size, replay_ratio)
         gpu = self.gpu
         self.act = Activations(gpu, spec, self.R, T)
-        self.advantages = gpu.buffer(4 * self.M, "learn.advantages")
-        self.returns = gpu.buffer(4 * self.M, "learn.returns")
-        self.stats = gpu.buffer(4 * self.M * len(PPO_STATS), "learn.stats")
+        self.stats = gpu.buffer(4 * self.M * stats_width(spec), "learn.stats")  # + per-element logstd gradients
         self.logs = gpu.buffer(4 * self.num_minibatches * len(PPO_STATS), "learn.logs")
         self.masks = masks
-        self.dlogstd_rows = gpu.buffer(4 * self.M * spec.Kc, "learn.dlogstd_rows") if spec.Kc else None
         self.scalars = gpu.buffer(16 * self.num_minibatches, "learn.scalars")  # (clip, ‖g‖, _, _) per minibatch
         self.muon = Muon(gpu, spec, self.cfg)
         self.plans = [self._build(m) for m in range(self.num_minibatches)]
@@ -229,26 +226,23 @@ class Learner:
         row0 = (m * R) % ro.N
         plan = gpu.plan(f"minibatch {m}")
         obs = ro.rows(ro.obs, row0, R, ro.obs_stride)
-        terminals = ro.rows(ro.terminals, row0, R)
-        actions, logprobs = ro.rows(ro.actions, row0, R, spec.K), ro.rows(ro.logprobs, row0, R)
+        terminals = ro.column("terminal", row0, R)
+        transitions = ro.rows(ro.transitions, row0, R, TR_WIDTH)
+        actions = ro.rows(ro.actions, row0, R, spec.K)
         h0 = [ro.state_of(ro.initial_state, l, row0, R) for l in range(spec.layers)]
         mask = ro.rows(ro.mask, row0, R, spec.mask_words) if self.masks else None
         logstd = p.w("logstd") if spec.Kc else None
-        dlogstd_rows = self.dlogstd_rows.range() if spec.Kc else None
-        policy_forward(plan, p, act, obs, ro.obs_stride, terminals, h0)
-        compute_advantage(plan, out=act.out.range(), out_stride=act.out_stride, actions=actions, logprobs=logprobs,
-                          rewards=ro.rows(ro.rewards, row0, R), terminals=terminals, act_sizes=p.act_sizes.range(),
-                          advantages=self.advantages.range(), returns=self.returns.range(), R=R, T=T, spec=spec,
-                          cfg=cfg, logstd=logstd, mask=mask)
-        ppo_loss(plan, out=act.out.range(), out_stride=act.out_stride, actions=actions, logprobs=logprobs,
-                 values=ro.rows(ro.values, row0, R), advantages=self.advantages.range(),
-                 returns=self.returns.range(), act_sizes=p.act_sizes.range(), dout=act.dout.range(),
-                 stats=self.stats.range(), M=M, spec=spec, cfg=cfg, logstd=logstd, mask=mask,
-                 dlogstd_rows=dlogstd_rows)
-        reduce_stats(plan, stats=self.stats.range(), logs=self.logs.range(), slot=m, M=M)
+        policy_forward(plan, p, act, obs, ro.obs_stride, terminals, h0, terminals_stride=TR_WIDTH)
+        compute_advantage(plan, out=act.out.range(), out_stride=act.out_stride, actions=actions,
+                          transitions=transitions, act_sizes=p.act_sizes.range(), R=R, T=T, spec=spec, cfg=cfg,
+                          logstd=logstd, mask=mask)
+        ppo_loss(plan, out=act.out.range(), out_stride=act.out_stride, actions=actions, transitions=transitions,
+                 act_sizes=p.act_sizes.range(), dout=act.dout.range(), stats=self.stats.range(), M=M, spec=spec,
+                 cfg=cfg, logstd=logstd, mask=mask)
+        reduce_stats(plan, stats=self.stats.range(), logs=self.logs.range(), slot=m, M=M, Kc=spec.Kc)
         if spec.Kc:  # the logstd gradient: the per-element terms summed over the minibatch
-            reduce_logstd_grad(plan, dlogstd_rows=dlogstd_rows, dlogstd=p.g("logstd"), M=M, Kc=spec.Kc)
-        policy_backward(plan, p, act, obs, ro.obs_stride, terminals, h0)
+            reduce_logstd_grad(plan, stats=self.stats.range(), dlogstd=p.g("logstd"), M=M, Kc=spec.Kc)
+        policy_backward(plan, p, act, obs, ro.obs_stride, terminals, h0, terminals_stride=TR_WIDTH)
         self.muon.add(plan, p.weights.range(), p.grads.range(), self.scalars.f32(4 * m, 4))
         return plan.finalize()
 

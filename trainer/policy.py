@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from .gpu import GPU, Buffer, GPUError, Plan, Range
+from .kernels import TR_WIDTH, tr_column
 from .kernels.conv import ConvScratch, PictureInput, conv_backward, conv_chunk, conv_forward, conv_layers, obs_unpack
 from .kernels.matmul import matmul_backward_input, matmul_backward_weight, matmul_forward
 from .kernels.mingru import mingru_scan_backward, mingru_scan_forward, mingru_step
@@ -177,10 +178,8 @@ class Rollout:
         H, L = spec.hidden, spec.layers
         self.obs = gpu.buffer(4 * N * T * self.obs_stride, "rollout.obs")
         self.actions = gpu.buffer(4 * N * T * spec.K, "rollout.actions")  # discrete indices or Gaussian samples
-        self.logprobs = gpu.buffer(4 * N * T, "rollout.logprobs")
-        self.values = gpu.buffer(4 * N * T, "rollout.values")
-        self.rewards = gpu.buffer(4 * N * T, "rollout.rewards")
-        self.terminals = gpu.buffer(4 * N * T, "rollout.terminals")
+        # [N·T, TR_WIDTH]: log-prob, value, reward, terminal, advantage, return (kernels.TRANSITION)
+        self.transitions = gpu.buffer(4 * N * T * TR_WIDTH, "rollout.transitions")
         self.mask = gpu.array(np.full(N * T * spec.mask_words, 0xFFFFFFFF, np.uint32), "rollout.mask")
         self.state = gpu.buffer(4 * L * N * H, "rollout.state")  # [L][N][H], carried across rollouts
         self.initial_state = gpu.buffer(4 * L * N * H, "rollout.initial_state")  # snapshot at t = 0
@@ -198,6 +197,21 @@ class Rollout:
     def rows(self, buf: Buffer, row0: int, rows: int, width: int = 1) -> Range:
         """Agent rows [row0, row0+rows) of a [N·T, width] rollout buffer."""
         return buf.f32(row0 * self.T * width, rows * self.T * width)
+
+    def column(self, name: str, row0: int, rows: int) -> Range:
+        """Transition column `name` of agent rows [row0, row0+rows): a range that starts at the column of
+        the first row and ends at the column of the last, read at a stride of TR_WIDTH."""
+        return self.transitions.f32(row0 * self.T * TR_WIDTH + tr_column(name), (rows * self.T - 1) * TR_WIDTH + 1)
+
+    def read_column(self, name: str) -> np.ndarray:
+        """Transition column `name` of every rollout row, [N·T] (tests and tools)."""
+        return self.gpu.read(self.transitions).reshape(-1, TR_WIDTH)[:, tr_column(name)].copy()
+
+    def write_column(self, name: str, values):
+        """Set transition column `name` of every rollout row to `values` [N·T] (tests and tools)."""
+        rows = self.gpu.read(self.transitions).reshape(-1, TR_WIDTH)
+        rows[:, tr_column(name)] = np.asarray(values, np.float32).reshape(-1)
+        self.gpu.upload(self.transitions, rows)
 
     @property
     def nbytes(self) -> int:
@@ -263,9 +277,9 @@ class RolloutStep:
         matmul_forward(plan, self.x[spec.layers].range(), p.w("decoder"), self.out.range(), N, spec.out, H,
                            ldy=self.out_stride)
         sample_actions(plan, self.out.range(), self.out_stride, p.act_sizes.range(), self.globals.range(),
-                       self.actions_step.range(), ro.rows(ro.actions, r0, N, spec.K), ro.rows(ro.logprobs, r0, N),
-                       ro.rows(ro.values, r0, N), N, ro.T, spec, logstd=p.w("logstd") if spec.Kc else None,
-                       mask=mask)
+                       self.actions_step.range(), ro.rows(ro.actions, r0, N, spec.K),
+                       ro.rows(ro.transitions, r0, N, TR_WIDTH), N, ro.T, spec,
+                       logstd=p.w("logstd") if spec.Kc else None, mask=mask)
         return plan.finalize()
 
     def _check(self, name: str, a, shape: tuple) -> np.ndarray:
@@ -348,22 +362,23 @@ class Activations:
 
 
 def policy_forward(plan: Plan, p: Policy, act: Activations, obs: Range, obs_stride: int, terminals: Range,
-                   h0: list[Range]):
+                   h0: list[Range], terminals_stride: int = 1):
     """Training forward over a minibatch: encoder → L scans from h0 → decoder (act.out).
-    obs: the minibatch's rollout rows [M, obs_stride] u32 words."""
+    obs: the minibatch's rollout rows [M, obs_stride] u32 words; row i's terminal flag is
+    terminals[i·terminals_stride] (Rollout.column("terminal", …) with TR_WIDTH)."""
     spec, M, H = p.spec, act.M, p.spec.hidden
     encoder_forward(plan, p, act.enc, obs, obs_stride, M, act.x[0].range())
     for l in range(spec.layers):
         matmul_forward(plan, act.x[l].range(), p.w(f"mingru.{l}"), act.c[l].range(), M, 3 * H, H)
         mingru_scan_forward(plan, act.c[l].range(), act.x[l].range(), h0[l], terminals, act.hs[l].range(),
-                            act.x[l + 1].range(), act.R, act.T, H)
+                            act.x[l + 1].range(), act.R, act.T, H, terminals_stride=terminals_stride)
     matmul_forward(plan, act.x[spec.layers].range(), p.w("decoder"), act.out.range(), M, spec.out, H,
                        ldy=act.out_stride)
     return plan
 
 
 def policy_backward(plan: Plan, p: Policy, act: Activations, obs: Range, obs_stride: int, terminals: Range,
-                    h0: list[Range], dobs: Range | None = None):
+                    h0: list[Range], dobs: Range | None = None, terminals_stride: int = 1):
     """Backward from act.dout [M, out_stride] into p.grads (every tensor, overwritten) and optionally dobs [M, D]
     (float32 observations without a picture only)."""
     spec, M, H, L = p.spec, act.M, p.spec.hidden, p.spec.layers
@@ -373,7 +388,8 @@ def policy_backward(plan: Plan, p: Policy, act: Activations, obs: Range, obs_str
     matmul_backward_input(plan, act.dout.range(), p.w("decoder"), dy.range(), M, H, spec.out, lddy=act.out_stride)
     for l in reversed(range(L)):
         mingru_scan_backward(plan, act.c[l].range(), act.x[l].range(), h0[l], terminals, act.hs[l].range(),
-                             dy.range(), act.dc.range(), act.dx_highway.range(), act.R, act.T, H)
+                             dy.range(), act.dc.range(), act.dx_highway.range(), act.R, act.T, H,
+                             terminals_stride=terminals_stride)
         matmul_backward_weight(plan, act.dc.range(), act.x[l].range(), p.g(f"mingru.{l}"), 3 * H, H, M)
         dx = act.dx[l % 2]
         matmul_backward_input(plan, act.dc.range(), p.w(f"mingru.{l}"), dx.range(), M, H, 3 * H,

@@ -26,6 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
+
 from ..gpu import GPUError, Range
 
 # The dispatch-shape rule for GPUs: a dispatch is *heavy* when its work (multiply-adds of a matmul;
@@ -38,6 +40,31 @@ GPU_MIN_INVOCATIONS = 16 * 1024
 GPU_MAX_SERIAL = 1024
 # lavapipe stops an invocation after 65,535 loop iterations in total, silently: stay below it
 MAX_LOOP = 60000
+
+
+# The columns of a rollout transition row, in order (shaders/transitions.wgsl's TR_* constants): one
+# [N·T, len(TRANSITION)] f32 buffer holds every per-element scalar of the rollout, so the per-element
+# kernels (rollout_store, sample_actions, compute_advantage, ppo_loss) each bind it once.
+TRANSITION = ("logprob", "value", "reward", "terminal", "advantage", "return")
+TR_WIDTH = len(TRANSITION)
+
+
+def tr_column(name: str) -> int:
+    """The index of a transition column ('logprob', 'value', …)."""
+    return TRANSITION.index(name)
+
+
+def pack_transitions(rows: int, fill: float = np.nan, **columns) -> np.ndarray:
+    """[rows, TR_WIDTH] float32 transition rows holding the given columns (e.g. logprob=…, reward=…, each
+    [rows] or broadcastable) and `fill` elsewhere (NaN by default: a kernel that reads a column it was
+    not given, or leaves an output column unwritten, shows up)."""
+    unknown = set(columns) - set(TRANSITION)
+    if unknown:
+        raise ValueError(f"unknown transition columns {sorted(unknown)}; the columns are {list(TRANSITION)}")
+    out = np.full((rows, TR_WIDTH), fill, np.float32)
+    for name, v in columns.items():
+        out[:, tr_column(name)] = np.asarray(v, np.float32).reshape(-1)
+    return out
 
 
 def ceil_div(a: int, b: int) -> int:

@@ -118,14 +118,17 @@ def mingru_step(plan: Plan, c: Range, x: Range, state: Range, terminals: Range, 
     ranges = dict(c=c, x=x, state=state, terminals=terminals, y=y, snapshot=snapshot)  # None: a dummy
     for name, n in sizes.items():
         need(label, name, ranges[name], n)
-    return _add(plan, MingruShape("mingru_step", N, 1, H), label, dict(R=N, T=1, H=H, snapshot=int(snapshot is not None)),
-                ranges, variant, sizes)
+    return _add(plan, MingruShape("mingru_step", N, 1, H), label,
+                dict(R=N, T=1, H=H, snapshot=int(snapshot is not None), terminals_stride=1), ranges, variant, sizes)
 
 
-def _check_scan(label, R, T, H, ranges):
+def _check_scan(label, R, T, H, ranges, terminals_stride):
     if T > MAX_SCAN_T:
         raise GPUError(f"{label}: horizon T={T} exceeds {MAX_SCAN_T} (loop limit of one invocation)")
-    all_sizes = {"c": 3 * R * T * H, "x": R * T * H, "h0": R * H, "terminals": R * T, "hs": R * T * H,
+    if terminals_stride < 1:
+        raise GPUError(f"{label}: terminals_stride must be at least 1, got {terminals_stride}")
+    all_sizes = {"c": 3 * R * T * H, "x": R * T * H, "h0": R * H, "terminals": (R * T - 1) * terminals_stride + 1,
+                 "hs": R * T * H,
                  "y": R * T * H, "dy": R * T * H, "dc": 3 * R * T * H, "dx": R * T * H}
     sizes = {n: all_sizes[n] for n in ranges}
     for name, r in ranges.items():
@@ -134,19 +137,22 @@ def _check_scan(label, R, T, H, ranges):
 
 
 def mingru_scan_forward(plan: Plan, c: Range, x: Range, h0: Range, terminals: Range, hs: Range, y: Range,
-                        R: int, T: int, H: int, variant=None):
-    """Scan R agent rows over T steps from h0 [R,H]: hs (states) and y (outputs), [R·T, H] each."""
+                        R: int, T: int, H: int, variant=None, terminals_stride: int = 1):
+    """Scan R agent rows over T steps from h0 [R,H]: hs (states) and y (outputs), [R·T, H] each.
+    Row i's terminal flag is terminals[i·terminals_stride] (the rollout's transition rows: TR_WIDTH)."""
     label = f"mingru_scan_forward R={R} T={T} H={H}"
     ranges = dict(c=c, x=x, h0=h0, terminals=terminals, hs=hs, y=y)
-    sizes = _check_scan(label, R, T, H, ranges)
-    return _add(plan, MingruShape("mingru_scan_forward", R, T, H), label, dict(R=R, T=T, H=H), ranges, variant, sizes)
+    sizes = _check_scan(label, R, T, H, ranges, terminals_stride)
+    return _add(plan, MingruShape("mingru_scan_forward", R, T, H), label,
+                dict(R=R, T=T, H=H, terminals_stride=terminals_stride), ranges, variant, sizes)
 
 
 def mingru_scan_backward(plan: Plan, c: Range, x: Range, h0: Range, terminals: Range, hs: Range, dy: Range,
-                         dc: Range, dx: Range, R: int, T: int, H: int, variant=None):
-    """Backward of the scan: dc [R·T, 3H] and the highway part of dx [R·T, H] from dy [R·T, H]."""
+                         dc: Range, dx: Range, R: int, T: int, H: int, variant=None, terminals_stride: int = 1):
+    """Backward of the scan: dc [R·T, 3H] and the highway part of dx [R·T, H] from dy [R·T, H]; terminals
+    as in mingru_scan_forward."""
     label = f"mingru_scan_backward R={R} T={T} H={H}"
     ranges = dict(c=c, x=x, h0=h0, terminals=terminals, hs=hs, dy=dy, dc=dc, dx=dx)
-    sizes = _check_scan(label, R, T, H, ranges)
-    return _add(plan, MingruShape("mingru_scan_backward", R, T, H), label, dict(R=R, T=T, H=H), ranges, variant,
-                sizes)
+    sizes = _check_scan(label, R, T, H, ranges, terminals_stride)
+    return _add(plan, MingruShape("mingru_scan_backward", R, T, H), label,
+                dict(R=R, T=T, H=H, terminals_stride=terminals_stride), ranges, variant, sizes)

@@ -1,13 +1,13 @@
 """rollout.wgsl: store one step of env data into the agent-major rollout buffers.
 
-    rollout_store   obs, rewards, terminals (and the bit-packed action mask) of every agent of a
-                    step into rollout row n·T + t, the obs row (u32 words: float32 values, or uint8
+    rollout_store   obs, reward, terminal (and the bit-packed action mask) of every agent of a
+                    step into rollout row n·T + t (obs, transitions, mask), the obs row (u32 words: float32 values, or uint8
                     values packed 4 per word) copied bit for bit and padded to obs_stride words
 """
 from __future__ import annotations
 
 from ..gpu import Plan, Range
-from . import ceil_div, need
+from . import TR_WIDTH, ceil_div, need
 
 WG = 64
 
@@ -32,7 +32,7 @@ def rollout_store(plan: Plan, ro, obs_step: Range, rewards_step: Range, terminal
                                                             masked=int(mask_step is not None)),
                  obs_step=obs_step, rewards_step=rewards_step, terminals_step=terminals_step, globals=globals_,
                  mask_step=mask_step, obs=ro.rows(ro.obs, row0 + a0, n, stride),
-                 rewards=ro.rows(ro.rewards, row0 + a0, n), terminals=ro.rows(ro.terminals, row0 + a0, n),
+                 transitions=ro.rows(ro.transitions, row0 + a0, n, TR_WIDTH),
                  mask=ro.rows(ro.mask, row0 + a0, n, W) if mask_step is not None else None).note(
             invocations=n * max(stride, W), serial=1, work=n * stride)
     return plan
