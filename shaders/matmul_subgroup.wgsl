@@ -64,7 +64,11 @@ struct Params {
 override RG: u32 = 4u;  // row groups of 8 per workgroup (1, 2 or 4)
 
 alias V8 = array<vec4<f32>, 8>;
-alias Tile = array<vec4<f32>, 16>;  // row i of the 8×8 tile = (tile[2i], tile[2i+1])
+// A lane's 8×8 output tile is four matrices q0..q3: row i of the tile = (q[i/2][2(i%2)], q[i/2][2(i%2) + 1]),
+// i.e. matrix q holds rows 2q and 2q+1, each as two vec4 columns (low and high 4 outputs). Matrices, not an
+// array<vec4<f32>, 16>: naga (wgpu 0.32) decorates every array type with an ArrayStride, which SPIR-V forbids
+// on a function-scope variable (VUID-StandaloneSpirv-None-10684); a matrix variable carries no layout.
+alias M4 = mat4x4<f32>;
 alias Rows = array<u32, 8>;
 
 #include "epilogue.wgsl"
@@ -136,6 +140,37 @@ fn bcast8(v: vec4<f32>) -> V8 {
               subgroupBroadcast(v, 4u), subgroupBroadcast(v, 5u), subgroupBroadcast(v, 6u), subgroupBroadcast(v, 7u));
 }
 
+// B[k .. k+3 (clamped to K-1), the lane's 8 columns cc] for the scalar input-gradient kernel: w[2r], w[2r+1]
+fn input_rows(bb: u32, k: u32, cc: Cols) -> V8 {
+    let i0 = bb + min(k, p.K - 1u) * p.ldb; let i1 = bb + min(k + 1u, p.K - 1u) * p.ldb;
+    let i2 = bb + min(k + 2u, p.K - 1u) * p.ldb; let i3 = bb + min(k + 3u, p.K - 1u) * p.ldb;
+    return V8(lb_lo(i0, cc), lb_hi(i0, cc), lb_lo(i1, cc), lb_hi(i1, cc),
+              lb_lo(i2, cc), lb_hi(i2, cc), lb_lo(i3, cc), lb_hi(i3, cc));
+}
+
+// B[row at i, the lane's columns cc[0..3] (lo) or cc[4..7] (hi)] (scalar loads; cc already clamped)
+fn lb_lo(i: u32, cc: Cols) -> vec4<f32> { return vec4(b[i + cc[0]], b[i + cc[1]], b[i + cc[2]], b[i + cc[3]]); }
+fn lb_hi(i: u32, cc: Cols) -> vec4<f32> { return vec4(b[i + cc[4]], b[i + cc[5]], b[i + cc[6]], b[i + cc[7]]); }
+
+// The weight gradient's A[k, m0 .. m0+31] as 8 vec4s at row start ia: shared through the subgroup
+// (each lane loads its 4 rows mr) or, without 8-lane subgroups, loaded by each lane (rows clamped to em).
+// Returned as a value built with constant indices: no function-scope array (see M4).
+fn weight_rows(sg8: bool, ia: u32, mr: vec4<u32>, m0: u32, em: u32) -> V8 {
+    if (sg8) { return bcast8(vec4(a[ia + mr.x], a[ia + mr.y], a[ia + mr.z], a[ia + mr.w])); }
+    return V8(la_m4(ia, m0, em), la_m4(ia, m0 + 4u, em), la_m4(ia, m0 + 8u, em), la_m4(ia, m0 + 12u, em),
+              la_m4(ia, m0 + 16u, em), la_m4(ia, m0 + 20u, em), la_m4(ia, m0 + 24u, em), la_m4(ia, m0 + 28u, em));
+}
+fn la_m4(ia: u32, m: u32, em: u32) -> vec4<f32> {
+    return vec4(a[ia + min(m, em)], a[ia + min(m + 1u, em)], a[ia + min(m + 2u, em)], a[ia + min(m + 3u, em)]);
+}
+// the same with vec4 loads (rows hold whole vec4s; ga = the lane's group)
+fn weight_rows4(sg8: bool, ia: u32, ga: u32, m0: u32) -> V8 {
+    if (sg8) { return bcast8(la4(ia + ga)); }
+    return V8(la4(ia + group4(m0, p.M)), la4(ia + group4(m0 + 4u, p.M)), la4(ia + group4(m0 + 8u, p.M)),
+              la4(ia + group4(m0 + 12u, p.M)), la4(ia + group4(m0 + 16u, p.M)), la4(ia + group4(m0 + 20u, p.M)),
+              la4(ia + group4(m0 + 24u, p.M)), la4(ia + group4(m0 + 28u, p.M)));
+}
+
 fn dots(x: vec4<f32>, w0: vec4<f32>, w1: vec4<f32>, w2: vec4<f32>, w3: vec4<f32>) -> vec4<f32> {
     return vec4(dot(x, w0), dot(x, w1), dot(x, w2), dot(x, w3));
 }
@@ -153,57 +188,62 @@ fn store_row(m: u32, cols: Cols, bt: u32, lo: vec4<f32>, hi: vec4<f32>) {
 }
 
 // rows m0..m0+7 of the tile; row i of the tile = (t[2i], t[2i+1]), in the order of `cols`
-fn store_tile(m0: u32, cols: Cols, bt: u32, t: Tile) {
-    store_row(m0 + 0u, cols, bt, t[0], t[1]);   store_row(m0 + 1u, cols, bt, t[2], t[3]);
-    store_row(m0 + 2u, cols, bt, t[4], t[5]);   store_row(m0 + 3u, cols, bt, t[6], t[7]);
-    store_row(m0 + 4u, cols, bt, t[8], t[9]);   store_row(m0 + 5u, cols, bt, t[10], t[11]);
-    store_row(m0 + 6u, cols, bt, t[12], t[13]); store_row(m0 + 7u, cols, bt, t[14], t[15]);
+fn store_tile(m0: u32, cols: Cols, bt: u32, q0: M4, q1: M4, q2: M4, q3: M4) {
+    store_row(m0 + 0u, cols, bt, q0[0], q0[1]);   store_row(m0 + 1u, cols, bt, q0[2], q0[3]);
+    store_row(m0 + 2u, cols, bt, q1[0], q1[1]);   store_row(m0 + 3u, cols, bt, q1[2], q1[3]);
+    store_row(m0 + 4u, cols, bt, q2[0], q2[1]);   store_row(m0 + 5u, cols, bt, q2[2], q2[3]);
+    store_row(m0 + 6u, cols, bt, q3[0], q3[1]); store_row(m0 + 7u, cols, bt, q3[2], q3[3]);
 }
 
-fn store_tiles(m0: u32, cols: Cols, bt: u32, t0: Tile, t1: Tile, t2: Tile, t3: Tile) {
-    store_tile(m0, cols, bt, t0);
-    if (RG > 1u) { store_tile(m0 + 8u, cols, bt, t1); }
-    if (RG > 2u) { store_tile(m0 + 16u, cols, bt, t2); store_tile(m0 + 24u, cols, bt, t3); }
+// the RG tiles of a lane (t0 = a0..a3, t1 = b0..b3, t2 = c0..c3, t3 = d0..d3)
+fn store_tiles(m0: u32, cols: Cols, bt: u32, a0: M4, a1: M4, a2: M4, a3: M4, b0: M4, b1: M4, b2: M4, b3: M4,
+               c0: M4, c1: M4, c2: M4, c3: M4, d0: M4, d1: M4, d2: M4, d3: M4) {
+    store_tile(m0, cols, bt, a0, a1, a2, a3);
+    if (RG > 1u) { store_tile(m0 + 8u, cols, bt, b0, b1, b2, b3); }
+    if (RG > 2u) { store_tile(m0 + 16u, cols, bt, c0, c1, c2, c3); store_tile(m0 + 24u, cols, bt, d0, d1, d2, d3); }
 }
 
 // forward step over 4 values of k: x[i] = A[m0+i, k..k+3], w[j] = B[col j, k..k+3]
-fn forward_step(t: ptr<function, Tile>, x: V8, w: V8) {
-    (*t)[0] += dots(x[0], w[0], w[1], w[2], w[3]);  (*t)[1] += dots(x[0], w[4], w[5], w[6], w[7]);
-    (*t)[2] += dots(x[1], w[0], w[1], w[2], w[3]);  (*t)[3] += dots(x[1], w[4], w[5], w[6], w[7]);
-    (*t)[4] += dots(x[2], w[0], w[1], w[2], w[3]);  (*t)[5] += dots(x[2], w[4], w[5], w[6], w[7]);
-    (*t)[6] += dots(x[3], w[0], w[1], w[2], w[3]);  (*t)[7] += dots(x[3], w[4], w[5], w[6], w[7]);
-    (*t)[8] += dots(x[4], w[0], w[1], w[2], w[3]);  (*t)[9] += dots(x[4], w[4], w[5], w[6], w[7]);
-    (*t)[10] += dots(x[5], w[0], w[1], w[2], w[3]); (*t)[11] += dots(x[5], w[4], w[5], w[6], w[7]);
-    (*t)[12] += dots(x[6], w[0], w[1], w[2], w[3]); (*t)[13] += dots(x[6], w[4], w[5], w[6], w[7]);
-    (*t)[14] += dots(x[7], w[0], w[1], w[2], w[3]); (*t)[15] += dots(x[7], w[4], w[5], w[6], w[7]);
+fn forward_step(q0: ptr<function, M4>, q1: ptr<function, M4>, q2: ptr<function, M4>, q3: ptr<function, M4>, 
+                x: V8, w: V8) {
+    (*q0)[0] += dots(x[0], w[0], w[1], w[2], w[3]);  (*q0)[1] += dots(x[0], w[4], w[5], w[6], w[7]);
+    (*q0)[2] += dots(x[1], w[0], w[1], w[2], w[3]);  (*q0)[3] += dots(x[1], w[4], w[5], w[6], w[7]);
+    (*q1)[0] += dots(x[2], w[0], w[1], w[2], w[3]);  (*q1)[1] += dots(x[2], w[4], w[5], w[6], w[7]);
+    (*q1)[2] += dots(x[3], w[0], w[1], w[2], w[3]);  (*q1)[3] += dots(x[3], w[4], w[5], w[6], w[7]);
+    (*q2)[0] += dots(x[4], w[0], w[1], w[2], w[3]);  (*q2)[1] += dots(x[4], w[4], w[5], w[6], w[7]);
+    (*q2)[2] += dots(x[5], w[0], w[1], w[2], w[3]); (*q2)[3] += dots(x[5], w[4], w[5], w[6], w[7]);
+    (*q3)[0] += dots(x[6], w[0], w[1], w[2], w[3]); (*q3)[1] += dots(x[6], w[4], w[5], w[6], w[7]);
+    (*q3)[2] += dots(x[7], w[0], w[1], w[2], w[3]); (*q3)[3] += dots(x[7], w[4], w[5], w[6], w[7]);
 }
 
 // input-gradient step over 4 values of k: x[i] = A[m0+i, k..k+3]; w[2r], w[2r+1] = B[k+r, the lane's 8 columns]
-fn input_step(t: ptr<function, Tile>, x: V8, w: V8) {
-    (*t)[0] += x[0].x * w[0] + x[0].y * w[2] + x[0].z * w[4] + x[0].w * w[6];
-    (*t)[1] += x[0].x * w[1] + x[0].y * w[3] + x[0].z * w[5] + x[0].w * w[7];
-    (*t)[2] += x[1].x * w[0] + x[1].y * w[2] + x[1].z * w[4] + x[1].w * w[6];
-    (*t)[3] += x[1].x * w[1] + x[1].y * w[3] + x[1].z * w[5] + x[1].w * w[7];
-    (*t)[4] += x[2].x * w[0] + x[2].y * w[2] + x[2].z * w[4] + x[2].w * w[6];
-    (*t)[5] += x[2].x * w[1] + x[2].y * w[3] + x[2].z * w[5] + x[2].w * w[7];
-    (*t)[6] += x[3].x * w[0] + x[3].y * w[2] + x[3].z * w[4] + x[3].w * w[6];
-    (*t)[7] += x[3].x * w[1] + x[3].y * w[3] + x[3].z * w[5] + x[3].w * w[7];
-    (*t)[8] += x[4].x * w[0] + x[4].y * w[2] + x[4].z * w[4] + x[4].w * w[6];
-    (*t)[9] += x[4].x * w[1] + x[4].y * w[3] + x[4].z * w[5] + x[4].w * w[7];
-    (*t)[10] += x[5].x * w[0] + x[5].y * w[2] + x[5].z * w[4] + x[5].w * w[6];
-    (*t)[11] += x[5].x * w[1] + x[5].y * w[3] + x[5].z * w[5] + x[5].w * w[7];
-    (*t)[12] += x[6].x * w[0] + x[6].y * w[2] + x[6].z * w[4] + x[6].w * w[6];
-    (*t)[13] += x[6].x * w[1] + x[6].y * w[3] + x[6].z * w[5] + x[6].w * w[7];
-    (*t)[14] += x[7].x * w[0] + x[7].y * w[2] + x[7].z * w[4] + x[7].w * w[6];
-    (*t)[15] += x[7].x * w[1] + x[7].y * w[3] + x[7].z * w[5] + x[7].w * w[7];
+fn input_step(q0: ptr<function, M4>, q1: ptr<function, M4>, q2: ptr<function, M4>, q3: ptr<function, M4>, 
+              x: V8, w: V8) {
+    (*q0)[0] += x[0].x * w[0] + x[0].y * w[2] + x[0].z * w[4] + x[0].w * w[6];
+    (*q0)[1] += x[0].x * w[1] + x[0].y * w[3] + x[0].z * w[5] + x[0].w * w[7];
+    (*q0)[2] += x[1].x * w[0] + x[1].y * w[2] + x[1].z * w[4] + x[1].w * w[6];
+    (*q0)[3] += x[1].x * w[1] + x[1].y * w[3] + x[1].z * w[5] + x[1].w * w[7];
+    (*q1)[0] += x[2].x * w[0] + x[2].y * w[2] + x[2].z * w[4] + x[2].w * w[6];
+    (*q1)[1] += x[2].x * w[1] + x[2].y * w[3] + x[2].z * w[5] + x[2].w * w[7];
+    (*q1)[2] += x[3].x * w[0] + x[3].y * w[2] + x[3].z * w[4] + x[3].w * w[6];
+    (*q1)[3] += x[3].x * w[1] + x[3].y * w[3] + x[3].z * w[5] + x[3].w * w[7];
+    (*q2)[0] += x[4].x * w[0] + x[4].y * w[2] + x[4].z * w[4] + x[4].w * w[6];
+    (*q2)[1] += x[4].x * w[1] + x[4].y * w[3] + x[4].z * w[5] + x[4].w * w[7];
+    (*q2)[2] += x[5].x * w[0] + x[5].y * w[2] + x[5].z * w[4] + x[5].w * w[6];
+    (*q2)[3] += x[5].x * w[1] + x[5].y * w[3] + x[5].z * w[5] + x[5].w * w[7];
+    (*q3)[0] += x[6].x * w[0] + x[6].y * w[2] + x[6].z * w[4] + x[6].w * w[6];
+    (*q3)[1] += x[6].x * w[1] + x[6].y * w[3] + x[6].z * w[5] + x[6].w * w[7];
+    (*q3)[2] += x[7].x * w[0] + x[7].y * w[2] + x[7].z * w[4] + x[7].w * w[6];
+    (*q3)[3] += x[7].x * w[1] + x[7].y * w[3] + x[7].z * w[5] + x[7].w * w[7];
 }
 
 // weight-gradient step for one k: outer product of A[k, m0..m0+7] = (x0, x1) and B[k, the lane's 8 columns]
-fn weight_step(t: ptr<function, Tile>, x0: vec4<f32>, x1: vec4<f32>, w0: vec4<f32>, w1: vec4<f32>) {
-    (*t)[0] += x0.x * w0;  (*t)[1] += x0.x * w1;  (*t)[2] += x0.y * w0;  (*t)[3] += x0.y * w1;
-    (*t)[4] += x0.z * w0;  (*t)[5] += x0.z * w1;  (*t)[6] += x0.w * w0;  (*t)[7] += x0.w * w1;
-    (*t)[8] += x1.x * w0;  (*t)[9] += x1.x * w1;  (*t)[10] += x1.y * w0; (*t)[11] += x1.y * w1;
-    (*t)[12] += x1.z * w0; (*t)[13] += x1.z * w1; (*t)[14] += x1.w * w0; (*t)[15] += x1.w * w1;
+fn weight_step(q0: ptr<function, M4>, q1: ptr<function, M4>, q2: ptr<function, M4>, q3: ptr<function, M4>, 
+               x0: vec4<f32>, x1: vec4<f32>, w0: vec4<f32>, w1: vec4<f32>) {
+    (*q0)[0] += x0.x * w0;  (*q0)[1] += x0.x * w1;  (*q0)[2] += x0.y * w0;  (*q0)[3] += x0.y * w1;
+    (*q1)[0] += x0.z * w0;  (*q1)[1] += x0.z * w1;  (*q1)[2] += x0.w * w0;  (*q1)[3] += x0.w * w1;
+    (*q2)[0] += x1.x * w0;  (*q2)[1] += x1.x * w1;  (*q2)[2] += x1.y * w0; (*q2)[3] += x1.y * w1;
+    (*q3)[0] += x1.z * w0; (*q3)[1] += x1.z * w1; (*q3)[2] += x1.w * w0; (*q3)[3] += x1.w * w1;
 }
 
 // ---------------------------------------------------------------- sg8: forward
@@ -220,26 +260,34 @@ fn matmul_forward_sg8(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invoc
     let cols = cols_step8(wg.x * 64u + c);
     let rb = rows8(p.b_off + bt * p.b_bs, wg.x * 64u + c, 8u, p.N, p.ldb);
     let ab = p.a_off + bt * p.a_bs;
-    var t0: Tile; var t1: Tile; var t2: Tile; var t3: Tile;
+    var t0_0: M4; var t0_1: M4; var t0_2: M4; var t0_3: M4; var t1_0: M4; var t1_1: M4; var t1_2: M4; var t1_3: M4;
+    var t2_0: M4; var t2_1: M4; var t2_2: M4; var t2_3: M4; var t3_0: M4; var t3_1: M4; var t3_2: M4; var t3_3: M4;
     if (sg8) {
         let ra = rows8(ab, m0 + c, 8u, p.M, p.lda);  // [g] = row m0 + 8g + c
         for (var k = 0u; k < p.K; k += 4u) {
             let w = lb_8(rb, k);
-            forward_step(&t0, bcast8(la_k(ra[0], k)), w);
-            if (RG > 1u) { forward_step(&t1, bcast8(la_k(ra[1], k)), w); }
-            if (RG > 2u) { forward_step(&t2, bcast8(la_k(ra[2], k)), w); forward_step(&t3, bcast8(la_k(ra[3], k)), w); }
+            forward_step(&t0_0, &t0_1, &t0_2, &t0_3, bcast8(la_k(ra[0], k)), w);
+            if (RG > 1u) { forward_step(&t1_0, &t1_1, &t1_2, &t1_3, bcast8(la_k(ra[1], k)), w); }
+            if (RG > 2u) {
+                forward_step(&t2_0, &t2_1, &t2_2, &t2_3, bcast8(la_k(ra[2], k)), w);
+                forward_step(&t3_0, &t3_1, &t3_2, &t3_3, bcast8(la_k(ra[3], k)), w);
+            }
         }
     } else {
         let r0 = rows8(ab, m0, 1u, p.M, p.lda); let r1 = rows8(ab, m0 + 8u, 1u, p.M, p.lda);
         let r2 = rows8(ab, m0 + 16u, 1u, p.M, p.lda); let r3 = rows8(ab, m0 + 24u, 1u, p.M, p.lda);
         for (var k = 0u; k < p.K; k += 4u) {
             let w = lb_8(rb, k);
-            forward_step(&t0, la_8(r0, k), w);
-            if (RG > 1u) { forward_step(&t1, la_8(r1, k), w); }
-            if (RG > 2u) { forward_step(&t2, la_8(r2, k), w); forward_step(&t3, la_8(r3, k), w); }
+            forward_step(&t0_0, &t0_1, &t0_2, &t0_3, la_8(r0, k), w);
+            if (RG > 1u) { forward_step(&t1_0, &t1_1, &t1_2, &t1_3, la_8(r1, k), w); }
+            if (RG > 2u) {
+                forward_step(&t2_0, &t2_1, &t2_2, &t2_3, la_8(r2, k), w);
+                forward_step(&t3_0, &t3_1, &t3_2, &t3_3, la_8(r3, k), w);
+            }
         }
     }
-    store_tiles(m0, cols, bt, t0, t1, t2, t3);
+    store_tiles(m0, cols, bt, t0_0, t0_1, t0_2, t0_3, t1_0, t1_1, t1_2, t1_3,
+                t2_0, t2_1, t2_2, t2_3, t3_0, t3_1, t3_2, t3_3);
 }
 
 @compute @workgroup_size(8, 1, 1)
@@ -251,26 +299,34 @@ fn matmul_forward_sg8_vec4(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_
     let cols = cols_step8(wg.x * 64u + c);
     let rb = rows8(p.b4_off + bt * p.b_bs, wg.x * 64u + c, 8u, p.N, p.ldb);
     let ab = p.a4_off + bt * p.a_bs;
-    var t0: Tile; var t1: Tile; var t2: Tile; var t3: Tile;
+    var t0_0: M4; var t0_1: M4; var t0_2: M4; var t0_3: M4; var t1_0: M4; var t1_1: M4; var t1_2: M4; var t1_3: M4;
+    var t2_0: M4; var t2_1: M4; var t2_2: M4; var t2_3: M4; var t3_0: M4; var t3_1: M4; var t3_2: M4; var t3_3: M4;
     if (sg8) {
         let ra = rows8(ab, m0 + c, 8u, p.M, p.lda);
         for (var k = 0u; k < p.K; k += 4u) {
             let w = lb4_8(rb, k);
-            forward_step(&t0, bcast8(la4(ra[0] + k)), w);
-            if (RG > 1u) { forward_step(&t1, bcast8(la4(ra[1] + k)), w); }
-            if (RG > 2u) { forward_step(&t2, bcast8(la4(ra[2] + k)), w); forward_step(&t3, bcast8(la4(ra[3] + k)), w); }
+            forward_step(&t0_0, &t0_1, &t0_2, &t0_3, bcast8(la4(ra[0] + k)), w);
+            if (RG > 1u) { forward_step(&t1_0, &t1_1, &t1_2, &t1_3, bcast8(la4(ra[1] + k)), w); }
+            if (RG > 2u) {
+                forward_step(&t2_0, &t2_1, &t2_2, &t2_3, bcast8(la4(ra[2] + k)), w);
+                forward_step(&t3_0, &t3_1, &t3_2, &t3_3, bcast8(la4(ra[3] + k)), w);
+            }
         }
     } else {
         let r0 = rows8(ab, m0, 1u, p.M, p.lda); let r1 = rows8(ab, m0 + 8u, 1u, p.M, p.lda);
         let r2 = rows8(ab, m0 + 16u, 1u, p.M, p.lda); let r3 = rows8(ab, m0 + 24u, 1u, p.M, p.lda);
         for (var k = 0u; k < p.K; k += 4u) {
             let w = lb4_8(rb, k);
-            forward_step(&t0, la4_8(r0, k), w);
-            if (RG > 1u) { forward_step(&t1, la4_8(r1, k), w); }
-            if (RG > 2u) { forward_step(&t2, la4_8(r2, k), w); forward_step(&t3, la4_8(r3, k), w); }
+            forward_step(&t0_0, &t0_1, &t0_2, &t0_3, la4_8(r0, k), w);
+            if (RG > 1u) { forward_step(&t1_0, &t1_1, &t1_2, &t1_3, la4_8(r1, k), w); }
+            if (RG > 2u) {
+                forward_step(&t2_0, &t2_1, &t2_2, &t2_3, la4_8(r2, k), w);
+                forward_step(&t3_0, &t3_1, &t3_2, &t3_3, la4_8(r3, k), w);
+            }
         }
     }
-    store_tiles(m0, cols, bt, t0, t1, t2, t3);
+    store_tiles(m0, cols, bt, t0_0, t0_1, t0_2, t0_3, t1_0, t1_1, t1_2, t1_3,
+                t2_0, t2_1, t2_2, t2_3, t3_0, t3_1, t3_2, t3_3);
 }
 
 // ---------------------------------------------------------------- sg8: input gradient
@@ -293,25 +349,28 @@ fn matmul_backward_input_sg8(@builtin(workgroup_id) wg: vec3<u32>, @builtin(loca
     let ra = rows8(ab, m0 + c, 8u, p.M, p.lda);
     let r0 = rows8(ab, m0, 1u, p.M, p.lda); let r1 = rows8(ab, m0 + 8u, 1u, p.M, p.lda);
     let r2 = rows8(ab, m0 + 16u, 1u, p.M, p.lda); let r3 = rows8(ab, m0 + 24u, 1u, p.M, p.lda);
-    var t0: Tile; var t1: Tile; var t2: Tile; var t3: Tile;
+    var t0_0: M4; var t0_1: M4; var t0_2: M4; var t0_3: M4; var t1_0: M4; var t1_1: M4; var t1_2: M4; var t1_3: M4;
+    var t2_0: M4; var t2_1: M4; var t2_2: M4; var t2_3: M4; var t3_0: M4; var t3_1: M4; var t3_2: M4; var t3_3: M4;
     for (var k = 0u; k < p.K; k += 4u) {
-        var w: V8;
-        for (var r = 0u; r < 4u; r++) {  // constant trip count: unrolled, so w is indexed with constants
-            let i = bb + min(k + r, p.K - 1u) * p.ldb;
-            w[2u * r] = vec4(b[i + cc[0]], b[i + cc[1]], b[i + cc[2]], b[i + cc[3]]);
-            w[2u * r + 1u] = vec4(b[i + cc[4]], b[i + cc[5]], b[i + cc[6]], b[i + cc[7]]);
-        }
+        let w = input_rows(bb, k, cc);
         if (sg8) {
-            input_step(&t0, bcast8(la_k(ra[0], k)), w);
-            if (RG > 1u) { input_step(&t1, bcast8(la_k(ra[1], k)), w); }
-            if (RG > 2u) { input_step(&t2, bcast8(la_k(ra[2], k)), w); input_step(&t3, bcast8(la_k(ra[3], k)), w); }
+            input_step(&t0_0, &t0_1, &t0_2, &t0_3, bcast8(la_k(ra[0], k)), w);
+            if (RG > 1u) { input_step(&t1_0, &t1_1, &t1_2, &t1_3, bcast8(la_k(ra[1], k)), w); }
+            if (RG > 2u) {
+                input_step(&t2_0, &t2_1, &t2_2, &t2_3, bcast8(la_k(ra[2], k)), w);
+                input_step(&t3_0, &t3_1, &t3_2, &t3_3, bcast8(la_k(ra[3], k)), w);
+            }
         } else {
-            input_step(&t0, la_8(r0, k), w);
-            if (RG > 1u) { input_step(&t1, la_8(r1, k), w); }
-            if (RG > 2u) { input_step(&t2, la_8(r2, k), w); input_step(&t3, la_8(r3, k), w); }
+            input_step(&t0_0, &t0_1, &t0_2, &t0_3, la_8(r0, k), w);
+            if (RG > 1u) { input_step(&t1_0, &t1_1, &t1_2, &t1_3, la_8(r1, k), w); }
+            if (RG > 2u) {
+                input_step(&t2_0, &t2_1, &t2_2, &t2_3, la_8(r2, k), w);
+                input_step(&t3_0, &t3_1, &t3_2, &t3_3, la_8(r3, k), w);
+            }
         }
     }
-    store_tiles(m0, cols, bt, t0, t1, t2, t3);
+    store_tiles(m0, cols, bt, t0_0, t0_1, t0_2, t0_3, t1_0, t1_1, t1_2, t1_3,
+                t2_0, t2_1, t2_2, t2_3, t3_0, t3_1, t3_2, t3_3);
 }
 
 @compute @workgroup_size(8, 1, 1)
@@ -327,7 +386,8 @@ fn matmul_backward_input_sg8_vec4(@builtin(workgroup_id) wg: vec3<u32>, @builtin
     let ra = rows8(ab, m0 + c, 8u, p.M, p.lda);
     let r0 = rows8(ab, m0, 1u, p.M, p.lda); let r1 = rows8(ab, m0 + 8u, 1u, p.M, p.lda);
     let r2 = rows8(ab, m0 + 16u, 1u, p.M, p.lda); let r3 = rows8(ab, m0 + 24u, 1u, p.M, p.lda);
-    var t0: Tile; var t1: Tile; var t2: Tile; var t3: Tile;
+    var t0_0: M4; var t0_1: M4; var t0_2: M4; var t0_3: M4; var t1_0: M4; var t1_1: M4; var t1_2: M4; var t1_3: M4;
+    var t2_0: M4; var t2_1: M4; var t2_2: M4; var t2_3: M4; var t3_0: M4; var t3_1: M4; var t3_2: M4; var t3_3: M4;
     for (var k = 0u; k < p.K; k += 4u) {
         let e = p.K - 1u;
         let i0 = bb + k * p.ldb; let i1 = bb + min(k + 1u, e) * p.ldb;
@@ -335,16 +395,23 @@ fn matmul_backward_input_sg8_vec4(@builtin(workgroup_id) wg: vec3<u32>, @builtin
         let w = V8(lb4(i0 + g0), lb4(i0 + g1), lb4(i1 + g0), lb4(i1 + g1),
                    lb4(i2 + g0), lb4(i2 + g1), lb4(i3 + g0), lb4(i3 + g1));
         if (sg8) {
-            input_step(&t0, bcast8(la4_k(ra[0], k)), w);
-            if (RG > 1u) { input_step(&t1, bcast8(la4_k(ra[1], k)), w); }
-            if (RG > 2u) { input_step(&t2, bcast8(la4_k(ra[2], k)), w); input_step(&t3, bcast8(la4_k(ra[3], k)), w); }
+            input_step(&t0_0, &t0_1, &t0_2, &t0_3, bcast8(la4_k(ra[0], k)), w);
+            if (RG > 1u) { input_step(&t1_0, &t1_1, &t1_2, &t1_3, bcast8(la4_k(ra[1], k)), w); }
+            if (RG > 2u) {
+                input_step(&t2_0, &t2_1, &t2_2, &t2_3, bcast8(la4_k(ra[2], k)), w);
+                input_step(&t3_0, &t3_1, &t3_2, &t3_3, bcast8(la4_k(ra[3], k)), w);
+            }
         } else {
-            input_step(&t0, la4k_8(r0, k), w);
-            if (RG > 1u) { input_step(&t1, la4k_8(r1, k), w); }
-            if (RG > 2u) { input_step(&t2, la4k_8(r2, k), w); input_step(&t3, la4k_8(r3, k), w); }
+            input_step(&t0_0, &t0_1, &t0_2, &t0_3, la4k_8(r0, k), w);
+            if (RG > 1u) { input_step(&t1_0, &t1_1, &t1_2, &t1_3, la4k_8(r1, k), w); }
+            if (RG > 2u) {
+                input_step(&t2_0, &t2_1, &t2_2, &t2_3, la4k_8(r2, k), w);
+                input_step(&t3_0, &t3_1, &t3_2, &t3_3, la4k_8(r3, k), w);
+            }
         }
     }
-    store_tiles(m0, cols, bt, t0, t1, t2, t3);
+    store_tiles(m0, cols, bt, t0_0, t0_1, t0_2, t0_3, t1_0, t1_1, t1_2, t1_3,
+                t2_0, t2_1, t2_2, t2_3, t3_0, t3_1, t3_2, t3_3);
 }
 
 // ---------------------------------------------------------------- sg8: weight gradient
@@ -367,26 +434,23 @@ fn matmul_backward_weight_sg8(@builtin(workgroup_id) wg: vec3<u32>, @builtin(loc
     let mr = vec4(mc, min(m0 + 4u * c + 1u, em), min(m0 + 4u * c + 2u, em), min(m0 + 4u * c + 3u, em));
     let ba = p.a_off + bt * p.a_bs;
     let bb = p.b_off + bt * p.b_bs;
-    var t0: Tile; var t1: Tile; var t2: Tile; var t3: Tile;
+    var t0_0: M4; var t0_1: M4; var t0_2: M4; var t0_3: M4; var t1_0: M4; var t1_1: M4; var t1_2: M4; var t1_3: M4;
+    var t2_0: M4; var t2_1: M4; var t2_2: M4; var t2_3: M4; var t3_0: M4; var t3_1: M4; var t3_2: M4; var t3_3: M4;
     for (var k = 0u; k < p.K; k++) {
         let ia = ba + k * p.lda;
         let ib = bb + k * p.ldb;
         let w0 = vec4(b[ib + cc[0]], b[ib + cc[1]], b[ib + cc[2]], b[ib + cc[3]]);
         let w1 = vec4(b[ib + cc[4]], b[ib + cc[5]], b[ib + cc[6]], b[ib + cc[7]]);
-        var x: V8;
-        if (sg8) {
-            x = bcast8(vec4(a[ia + mr.x], a[ia + mr.y], a[ia + mr.z], a[ia + mr.w]));
-        } else {
-            for (var l = 0u; l < 8u; l++) {  // unrolled: constant indices
-                let m = m0 + 4u * l;
-                x[l] = vec4(a[ia + min(m, em)], a[ia + min(m + 1u, em)], a[ia + min(m + 2u, em)], a[ia + min(m + 3u, em)]);
-            }
+        let x = weight_rows(sg8, ia, mr, m0, em);
+        weight_step(&t0_0, &t0_1, &t0_2, &t0_3, x[0], x[1], w0, w1);
+        if (RG > 1u) { weight_step(&t1_0, &t1_1, &t1_2, &t1_3, x[2], x[3], w0, w1); }
+        if (RG > 2u) {
+            weight_step(&t2_0, &t2_1, &t2_2, &t2_3, x[4], x[5], w0, w1);
+            weight_step(&t3_0, &t3_1, &t3_2, &t3_3, x[6], x[7], w0, w1);
         }
-        weight_step(&t0, x[0], x[1], w0, w1);
-        if (RG > 1u) { weight_step(&t1, x[2], x[3], w0, w1); }
-        if (RG > 2u) { weight_step(&t2, x[4], x[5], w0, w1); weight_step(&t3, x[6], x[7], w0, w1); }
     }
-    store_tiles(m0, cols, bt, t0, t1, t2, t3);
+    store_tiles(m0, cols, bt, t0_0, t0_1, t0_2, t0_3, t1_0, t1_1, t1_2, t1_3,
+                t2_0, t2_1, t2_2, t2_3, t3_0, t3_1, t3_2, t3_3);
 }
 
 @compute @workgroup_size(8, 1, 1)
@@ -400,22 +464,22 @@ fn matmul_backward_weight_sg8_vec4(@builtin(workgroup_id) wg: vec3<u32>, @builti
     let ga = group4(m0 + 4u * c, p.M);
     let ba = p.a4_off + bt * p.a_bs;
     let bb = p.b4_off + bt * p.b_bs;
-    var t0: Tile; var t1: Tile; var t2: Tile; var t3: Tile;
+    var t0_0: M4; var t0_1: M4; var t0_2: M4; var t0_3: M4; var t1_0: M4; var t1_1: M4; var t1_2: M4; var t1_3: M4;
+    var t2_0: M4; var t2_1: M4; var t2_2: M4; var t2_3: M4; var t3_0: M4; var t3_1: M4; var t3_2: M4; var t3_3: M4;
     for (var k = 0u; k < p.K; k++) {
         let ia = ba + k * p.lda;
         let ib = bb + k * p.ldb;
         let w0 = lb4(ib + g0); let w1 = lb4(ib + g1);
-        var x: V8;
-        if (sg8) {
-            x = bcast8(la4(ia + ga));
-        } else {
-            for (var l = 0u; l < 8u; l++) { x[l] = la4(ia + group4(m0 + 4u * l, p.M)); }  // unrolled
+        let x = weight_rows4(sg8, ia, ga, m0);
+        weight_step(&t0_0, &t0_1, &t0_2, &t0_3, x[0], x[1], w0, w1);
+        if (RG > 1u) { weight_step(&t1_0, &t1_1, &t1_2, &t1_3, x[2], x[3], w0, w1); }
+        if (RG > 2u) {
+            weight_step(&t2_0, &t2_1, &t2_2, &t2_3, x[4], x[5], w0, w1);
+            weight_step(&t3_0, &t3_1, &t3_2, &t3_3, x[6], x[7], w0, w1);
         }
-        weight_step(&t0, x[0], x[1], w0, w1);
-        if (RG > 1u) { weight_step(&t1, x[2], x[3], w0, w1); }
-        if (RG > 2u) { weight_step(&t2, x[4], x[5], w0, w1); weight_step(&t3, x[6], x[7], w0, w1); }
     }
-    store_tiles(m0, cols, bt, t0, t1, t2, t3);
+    store_tiles(m0, cols, bt, t0_0, t0_1, t0_2, t0_3, t1_0, t1_1, t1_2, t1_3,
+                t2_0, t2_1, t2_2, t2_3, t3_0, t3_1, t3_2, t3_3);
 }
 
 // ---------------------------------------------------------------- subgroup size probe

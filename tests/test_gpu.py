@@ -131,13 +131,18 @@ def test_layouts_hold_only_the_bindings_an_entry_point_uses(gpu):
         ("matmul_splitk_reduce", {}))) <= 8
 
 
-def test_too_many_storage_bindings_is_a_clear_error(gpu, monkeypatch):
-    """ppo_loss binds 12 storage buffers (masks, Gaussian heads): an adapter allowing fewer gets an
-    error that names the kernel and both counts, not a wgpu validation failure."""
+def test_a_kernel_over_the_device_limits_is_a_clear_error(gpu, monkeypatch):
+    """ppo_loss binds 8 storage buffers (WebGPU's floor): a device allowing fewer gets an error that names
+    the kernel, the limit and both values, not a wgpu validation failure; so does a workgroup too large."""
     from trainer.gpu import GPUError, Kernel
-    monkeypatch.setitem(gpu.limits, "max-storage-buffers-per-shader-stage", 8)
-    with pytest.raises(GPUError, match=r"ppo.wgsl:ppo_loss.*binds 12 storage buffers.*allows 8"):
+    monkeypatch.setitem(gpu.limits, "max-storage-buffers-per-shader-stage", 7)
+    with pytest.raises(GPUError, match=r"ppo.wgsl:ppo_loss.*max-storage-buffers-per-shader-stage 8 \(the device "
+                                       r"allows 7\)"):
         Kernel(gpu, "ppo.wgsl", "ppo_loss", {"WG": 64})
+    monkeypatch.setitem(gpu.limits, "max-compute-workgroup-storage-size", 4096)
+    with pytest.raises(GPUError, match=r"matmul_forward_wgmem.*max-compute-workgroup-storage-size 8192 \(the "
+                                       r"device allows 4096\)"):
+        Kernel(gpu, "matmul.wgsl", "matmul_forward_wgmem", {})
 
 
 def test_plan_records_dispatch_shapes(gpu):

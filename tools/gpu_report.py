@@ -75,11 +75,7 @@ def report_adapter(gpu):
     for k in RELEVANT_LIMITS:
         print(f"   limit {k}: {gpu.adapter.limits.get(k)}")
     if gpu.has("subgroup"):
-        out = gpu.buffer(16, "probe")
-        plan = gpu.plan("subgroup size")
-        plan.add(gpu.kernel("matmul_subgroup.wgsl", "subgroup_size_probe"), 1, {}, y=out.range())
-        gpu.run(plan)
-        print(f"   subgroup size: {int(gpu.read(out)[0])} (measured in a 64-invocation workgroup)")
+        print(f"   subgroup size: {gpu.subgroup_size} (measured in a 64-invocation workgroup)")
     else:
         print("   subgroup size: n/a (no subgroups: the portable kernels run)")
     return gpu.describe()
@@ -179,13 +175,14 @@ def report_tuner(gpu):
 
 
 def report_learner(gpu, setup):
+    from trainer.kernels import pack_transitions
     ro, learner = setup["rollout"], setup["learner"]
     N, T = ro.N, ro.T
     rng = np.random.default_rng(0)
     gpu.upload(ro.obs, rng.random((N * T, ro.obs_stride), dtype=np.float32))
     gpu.upload(ro.actions, rng.integers(0, 3, (N * T, 2)).astype(np.float32))
-    gpu.upload(ro.logprobs, np.full(N * T, -2.2, np.float32))
-    gpu.upload(ro.rewards, rng.standard_normal(N * T).astype(np.float32) * 0.1)
+    gpu.upload(ro.transitions, pack_transitions(N * T, fill=0.0, logprob=-2.2,
+                                                reward=rng.standard_normal(N * T).astype(np.float32) * 0.1))
     learner.run(0.01, minibatches=[0])  # warm-up
     times = []
     for _ in range(3):

@@ -32,6 +32,7 @@ WGSL conventions the runtime relies on (every file in shaders/ follows them):
 from __future__ import annotations
 
 import importlib.resources
+import json
 import os
 import re
 import struct
@@ -199,6 +200,13 @@ _FN_RE = re.compile(r"\bfn\s+(\w+)\s*\(")
 _STRUCT_RE = re.compile(r"struct\s+Params\s*\{([^}]*)\}", re.S)
 _WG_RE = re.compile(r"@workgroup_size\(([^)]*)\)\s*fn\s+(\w+)")
 _OVERRIDE_RE = re.compile(r"override\s+(\w+)\s*:\s*\w+\s*=\s*(\d+)u?\s*;")
+_WORKGROUP_VAR_RE = re.compile(r"var<\s*workgroup\s*>\s+(\w+)\s*:\s*array<\s*(\w+(?:<\s*\w+\s*>)?)\s*,\s*(\w+)\s*>")
+_SUBGROUP_RE = re.compile(r"\bsubgroup[A-Z]\w*\s*\(|@builtin\(\s*subgroup_")
+# Whether a WGSL compiler wants `enable subgroups;` before code that uses subgroup built-ins: the WGSL
+# standard and Tint (Dawn, Chrome) require it; naga in wgpu-py 0.32 rejects the directive ("not yet
+# supported") and accepts the built-ins without it once the device has the feature.
+SUBGROUP_DIRECTIVE = {"naga": False, "tint": True}
+_ELEM_BYTES = {"f32": 4, "u32": 4, "i32": 4, "vec2<f32>": 8, "vec4<f32>": 16, "vec4<u32>": 16}
 
 
 def _strip_comments(src: str) -> str:
@@ -262,6 +270,8 @@ class ShaderFile:
     uses: dict[str, set[str]]  # entry/function name -> binding names it uses (transitively)
     workgroup: dict[str, tuple[str, ...]] = field(default_factory=dict)  # entry -> @workgroup_size terms
     overrides: dict[str, int] = field(default_factory=dict)  # integer override defaults
+    shared: dict[str, tuple[int, str]] = field(default_factory=dict)  # var<workgroup> -> (bytes per element, length)
+    shared_uses: dict[str, set[str]] = field(default_factory=dict)  # entry/function -> workgroup vars it uses
 
     @classmethod
     def load(cls, name: str) -> "ShaderFile":
@@ -284,31 +294,72 @@ class ShaderFile:
             for fm in re.finditer(r"(\w+)\s*:\s*(u32|i32|f32)", sm.group(1)):
                 params.append((fm.group(1), fm.group(2)))
         bodies = _function_bodies(src)
-        names = {b[2] for b in bindings}
-        direct = {f: {n for n in names if re.search(rf"(?<![.\w]){n}\b", body)} for f, body in bodies.items()}  # not .member
         calls = {f: {g for g in bodies if g != f and re.search(rf"\b{g}\s*\(", body)} for f, body in bodies.items()}
-        uses = {}
-        for f in bodies:
-            seen, stack, acc = set(), [f], set()
-            while stack:
-                g = stack.pop()
-                if g in seen:
-                    continue
-                seen.add(g)
-                acc |= direct[g]
-                stack.extend(calls[g])
-            uses[f] = acc
+
+        def used(names):  # function -> the names of `names` it uses, directly or through the functions it calls
+            direct = {f: {n for n in names if re.search(rf"(?<![.\w]){n}\b", body)} for f, body in bodies.items()}
+            out = {}
+            for f in bodies:
+                seen, stack, acc = set(), [f], set()
+                while stack:
+                    g = stack.pop()
+                    if g in seen:
+                        continue
+                    seen.add(g)
+                    acc |= direct[g]
+                    stack.extend(calls[g])
+                out[f] = acc
+            return out  # (not .member: a struct field named like a binding is not a use)
+
+        shared = {}
+        for m in _WORKGROUP_VAR_RE.finditer(src):
+            elem = re.sub(r"\s+", "", m.group(2))
+            if elem not in _ELEM_BYTES:
+                raise GPUError(f"{name}: var<workgroup> {m.group(1)} has element type {elem}; the runtime knows "
+                               f"{sorted(_ELEM_BYTES)}")
+            shared[m.group(1)] = (_ELEM_BYTES[elem], m.group(3))
         workgroup = {m.group(2): tuple(t.strip() for t in m.group(1).split(",")) for m in _WG_RE.finditer(src)}
         overrides = {m.group(1): int(m.group(2)) for m in _OVERRIDE_RE.finditer(src)}
-        return cls(name, source, bindings, params, uses, workgroup, overrides)
+        return cls(name, source, bindings, params, used({b[2] for b in bindings}), workgroup, overrides, shared,
+                   used(set(shared)))
+
+    @property
+    def uses_subgroups(self) -> bool:
+        """Whether the file calls subgroup built-ins (or takes subgroup builtin values)."""
+        return bool(_SUBGROUP_RE.search(_strip_comments(self.source)))
+
+    def code(self, compiler: str = "naga") -> str:
+        """The WGSL text for one compiler: `enable subgroups;` first where the file uses subgroups and the
+        compiler wants the directive (SUBGROUP_DIRECTIVE), else the file as it is."""
+        if compiler not in SUBGROUP_DIRECTIVE:
+            raise GPUError(f"unknown WGSL compiler {compiler!r}; known: {sorted(SUBGROUP_DIRECTIVE)}")
+        if self.uses_subgroups and SUBGROUP_DIRECTIVE[compiler]:
+            return "enable subgroups;\n" + self.source
+        return self.source
+
+    def _value(self, term: str, constants: dict) -> int:
+        term = term.rstrip("ui") if term[:1].isdigit() else term
+        return int(term) if term.isdigit() else int(constants.get(term, self.overrides.get(term, 1)))
 
     def workgroup_size(self, entry: str, constants: dict) -> int:
         """Invocations per workgroup of `entry` with these override constants."""
         size = 1
         for term in self.workgroup.get(entry, ("1",)):
-            term = term.rstrip("ui") if term[:1].isdigit() else term
-            size *= int(term) if term.isdigit() else int(constants.get(term, self.overrides.get(term, 1)))
+            size *= self._value(term, constants)
         return size
+
+    def needs(self, entry: str, constants: dict) -> dict:
+        """The device limits `entry` needs with these override constants, keyed by WebGPU's limit names."""
+        dims = [self._value(t, constants) for t in self.workgroup.get(entry, ("1",))] + [1, 1]
+        return {
+            "max-storage-buffers-per-shader-stage": sum(kind != "uniform" and n in self.uses[entry]
+                                                        for _, kind, n in self.bindings),
+            "max-compute-workgroup-storage-size": sum(b * self._value(length, constants) for v, (b, length)
+                                                      in self.shared.items() if v in self.shared_uses[entry]),
+            "max-compute-invocations-per-workgroup": self.workgroup_size(entry, constants),
+            "max-compute-workgroup-size-x": dims[0], "max-compute-workgroup-size-y": dims[1],
+            "max-compute-workgroup-size-z": dims[2],
+        }
 
 
 # --------------------------------------------------------------------------------------------
@@ -331,11 +382,11 @@ class Kernel:
         # more storage bindings than an adapter allows per stage, no single entry point uses them all
         self.bindings = [(b, kind, name) for b, kind, name in sf.bindings if kind == "uniform" or name in self.used]
         self.workgroup_size = sf.workgroup_size(entry, self.constants)
-        storage = sum(kind != "uniform" for _, kind, _ in self.bindings)
-        limit = gpu.limits["max-storage-buffers-per-shader-stage"]
-        if storage > limit:
-            raise GPUError(f"{self.label} binds {storage} storage buffers but {gpu.describe()} allows {limit} per "
-                           f"shader stage; please report it with the output of tools/gpu_report.py")
+        self.needs = sf.needs(entry, self.constants)
+        over = [f"{k} {v} (the device allows {gpu.limits[k]})" for k, v in self.needs.items() if v > gpu.limits[k]]
+        if over:
+            raise GPUError(f"{self.label} needs " + ", ".join(over) + f" on {gpu.describe()}; every kernel is meant to "
+                           f"fit WebGPU's default limits: please report it with the output of tools/gpu_report.py")
         entries = []
         for b, kind, name in self.bindings:
             t = {"uniform": wgpu.BufferBindingType.uniform,
@@ -577,6 +628,51 @@ def _native_pass_functions(cpass):
 # --------------------------------------------------------------------------------------------
 # the device
 
+# WebGPU's default limits: what every conformant implementation guarantees (browsers, phones,
+# SwiftShader, several laptop GPUs offer no more). PUFFGPU_LIMITS=webgpu requests exactly these, so a
+# test or a run behaves as the most constrained conformant device would. "min-*" alignments are the
+# smallest offset multiple allowed: there the default is the largest value, elsewhere the smallest.
+WEBGPU_LIMITS = {
+    "max-storage-buffers-per-shader-stage": 8,
+    "max-compute-workgroup-storage-size": 16384,
+    "max-compute-invocations-per-workgroup": 256,
+    "max-compute-workgroup-size-x": 256,
+    "max-compute-workgroup-size-y": 256,
+    "max-compute-workgroup-size-z": 64,
+    "max-compute-workgroups-per-dimension": 65535,
+    "max-bind-groups": 4,
+    "max-storage-buffer-binding-size": 134217728,
+    "max-uniform-buffer-binding-size": 65536,
+    "max-buffer-size": 268435456,
+    "min-storage-buffer-offset-alignment": 256,
+    "min-uniform-buffer-offset-alignment": 256,
+}
+# the limits the runtime requests at the adapter's own values when no PUFFGPU_LIMITS is set
+ADAPTER_LIMITS = ("max-storage-buffer-binding-size", "max-buffer-size", "max-compute-workgroups-per-dimension",
+                  "max-compute-invocations-per-workgroup", "max-compute-workgroup-size-x",
+                  "max-storage-buffers-per-shader-stage", "max-compute-workgroup-storage-size")
+
+
+def limits_mode() -> str:
+    """PUFFGPU_LIMITS: 'adapter' (default: the adapter's own limits) or 'webgpu' (WebGPU's defaults)."""
+    mode = os.environ.get("PUFFGPU_LIMITS", "").strip().lower() or "adapter"
+    if mode not in ("adapter", "webgpu"):
+        raise GPUError(f"PUFFGPU_LIMITS={mode!r}: use 'webgpu' (WebGPU's default limits, what every conformant "
+                       f"implementation guarantees) or leave it unset (the adapter's own limits)")
+    return mode
+
+
+def requested_limits(adapter_limits) -> dict:
+    """The limits to request from an adapter with these limits, under PUFFGPU_LIMITS."""
+    if limits_mode() == "adapter":
+        return {k: adapter_limits[k] for k in ADAPTER_LIMITS}
+    short = [f"{k} {adapter_limits[k]} (WebGPU guarantees {v})" for k, v in WEBGPU_LIMITS.items()
+             if k in adapter_limits and (adapter_limits[k] < v if not k.startswith("min-") else adapter_limits[k] > v)]
+    if short:
+        raise GPUError("PUFFGPU_LIMITS=webgpu: this adapter offers less than WebGPU's defaults: " + ", ".join(short))
+    return dict(WEBGPU_LIMITS)
+
+
 def disabled_features() -> set[str]:
     """Features named in PUFFGPU_DISABLE_FEATURES (comma list): the runtime acts as if the adapter lacked them."""
     raw = os.environ.get("PUFFGPU_DISABLE_FEATURES", "")
@@ -592,12 +688,8 @@ class GPU:
         self.adapter_features = set(self.adapter.features)
         self.disabled = disabled_features()
         features = [f for f in OPTIONAL_FEATURES if f in self.adapter_features and f not in self.disabled]
-        alimits = self.adapter.limits
-        limits = {k: alimits[k] for k in ("max-storage-buffer-binding-size", "max-buffer-size",
-                                          "max-compute-workgroups-per-dimension",
-                                          "max-compute-invocations-per-workgroup",
-                                          "max-compute-workgroup-size-x", "max-storage-buffers-per-shader-stage",
-                                          "max-compute-workgroup-storage-size")}
+        limits = requested_limits(self.adapter.limits)
+        self.limits_mode = limits_mode()
         self.device = self.adapter.request_device_sync(required_features=features, required_limits=limits,
                                                        label="puffgpu")
         self.queue = self.device.queue
@@ -616,6 +708,7 @@ class GPU:
         self._modules: dict[str, object] = {}
         self._kernels: dict[tuple, Kernel] = {}
         self._staging = None
+        self._subgroup_size = None
         self.dummy = self.buffer(256, "dummy")  # bound where an entry point leaves a binding unused
         self.dummy_ro = self.buffer(256, "dummy (read-only)")
         if not quiet:
@@ -627,6 +720,20 @@ class GPU:
     def has(self, feature: str) -> bool:
         """Whether an optional feature is enabled on this device (present and not disabled)."""
         return feature in self.features
+
+    @property
+    def subgroup_size(self) -> int | None:
+        """The subgroup size a 64-invocation workgroup runs with, measured once on the device (wgpu-py 0.32
+        does not report the adapter's subgroup sizes); None without the subgroup feature."""
+        if not self.has("subgroup"):
+            return None
+        if self._subgroup_size is None:
+            out = self.buffer(16, "subgroup size probe")
+            plan = self.plan("subgroup size")
+            plan.add(self.kernel("matmul_subgroup.wgsl", "subgroup_size_probe"), 1, {}, y=out.range())
+            self.run(plan)
+            self._subgroup_size = int(self.read(out)[0])
+        return self._subgroup_size
 
     def scratch(self, count: int) -> Range:
         """`count` floats of scratch shared by every plan (split-K partial sums).
@@ -648,13 +755,14 @@ class GPU:
 
     def _module(self, file: str):
         if file not in self._modules:
-            self._modules[file] = self.device.create_shader_module(code=self.shader_file(file).source, label=file)
+            self._modules[file] = self.device.create_shader_module(code=self.shader_file(file).code("naga"), label=file)
         return self._modules[file]
 
     def kernel(self, file: str, entry: str, **constants) -> Kernel:
         key = (file, entry, tuple(sorted(constants.items())))
         if key not in self._kernels:
             self._kernels[key] = Kernel(self, file, entry, constants)
+            _record_kernel(file, entry, constants)
         return self._kernels[key]
 
     def plan(self, label: str) -> Plan:
@@ -734,6 +842,18 @@ class GPU:
     def sync(self):
         """Wait for all submitted work (wgpu-py 0.32's on_submitted_work_done_sync is broken: map instead)."""
         self.read(self.dummy.range(0, 4))
+
+
+def _record_kernel(file: str, entry: str, constants: dict):
+    """With PUFFGPU_RECORD_KERNELS=path, append every pipeline this process builds to that JSON-lines file
+    (tools/wgsl_check.py compiles the recorded set with other WGSL compilers). One short write per line,
+    in append mode, so the processes of a test run can share the file."""
+    path = os.environ.get("PUFFGPU_RECORD_KERNELS")
+    if not path:
+        return
+    line = json.dumps({"file": file, "entry": entry, "constants": constants}, sort_keys=True) + "\n"
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(line)
 
 
 _DEFAULT: GPU | None = None

@@ -197,6 +197,14 @@ def _tile(base: str, rows: int, vec4: bool) -> Variant:
                    bindings=_VEC4_OPERANDS if vec4 else (), unbound=("a", "b") if vec4 else ("a4", "b4"))
 
 
+# Subgroup sizes 4 to 128 (Mali/SwiftShader 4, lavapipe 8, Intel 8–32, Apple and NVIDIA 32, AMD 32/64,
+# some 128): only sg8 and sg8_vec4 use subgroup operations. Their 8-invocation workgroup shares rows of A
+# with subgroupBroadcast only when the subgroup is exactly 8 lanes wide, i.e. the workgroup is one whole
+# subgroup; at any other size (4: two subgroups per workgroup; 16–128: one partial subgroup) a uniform
+# branch takes the per-lane path, which uses no subgroup operation, so the sums are the same at every
+# size (tested at 4 on SwiftShader and on llvmpipe with 128-bit SIMD, at 8 on lavapipe). The static
+# default picks them only where the subgroup is 8 wide; the tuner may still time them anywhere.
+# Every other variant uses no subgroup operation at all.
 VARIANTS = (
     Variant("matmul", "ref", "matmul.wgsl", "{form}_ref", (16, 16, 1), (1, 1), RefGeometry(),
             constants=(("WG_X", 16), ("WG_Y", 16)), max_work=REF_MAX_WORK),
@@ -240,8 +248,9 @@ def gpu_rule(shape: MatmulShape) -> Choice:
 
 
 def default(shape: MatmulShape, gpu) -> Choice:
-    """Without timing: lavapipe's subgroup kernels on a CPU adapter that has subgroups, else the GPU rule."""
-    if gpu.is_cpu and gpu.has("subgroup"):
+    """Without timing: lavapipe's subgroup kernels on a CPU adapter with 8-lane subgroups (the shape they
+    are made for), else the GPU rule (SwiftShader's 4-lane subgroups would take their slow per-lane path)."""
+    if gpu.is_cpu and gpu.has("subgroup") and gpu.subgroup_size == 8:
         return Choice(_widest("sg8", shape))
     return gpu_rule(shape)
 
