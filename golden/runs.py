@@ -292,8 +292,8 @@ def learner_setup(gpu, name: str, family: str = "learner", masks: bool = True):
     spec = spec_of(m)
     N, T, R = m["N"], m["T"], m["R"]
     policy = Policy(gpu, spec, flatten(spec, {t.name: g[f"w0.{t.name}"] for t in spec.tensors}))
-    ro = Rollout(gpu, spec, N, T)
-    gpu.upload(ro.obs, pack_obs(g["obs"].reshape(N * T, -1), spec, ro.obs_stride))
+    ro = Rollout(gpu, spec, N, T, row_multiple=R)
+    ro.upload_obs(pack_obs(g["obs"].reshape(N * T, -1), spec, ro.obs_stride))
     gpu.upload(ro.initial_state, g["h0"])
     gpu.upload(ro.actions, g["actions"])
     gpu.upload(ro.transitions, pack_transitions(N * T, logprob=g["logprobs"], value=g["values"], reward=g["rewards"],

@@ -219,7 +219,7 @@ def test_rollout_stores_mask_and_training_uses_it(gpu):
     from trainer.policy import Activations, policy_forward
     act = Activations(gpu, spec, N, T)
     plan = gpu.plan("check")
-    policy_forward(plan, policy, act, ro.obs.range(), ro.obs_stride, ro.column("terminal", 0, N),
+    policy_forward(plan, policy, act, ro.obs_rows(0, N), ro.obs_stride, ro.column("terminal", 0, N),
                    [ro.state_of(ro.initial_state, 0)], terminals_stride=TR_WIDTH)
     cfg = LearnerConfig(vtrace=True, vtrace_rho_clip=1e9, vtrace_c_clip=1e9, gamma=1.0, gae_lambda=1.0)
     compute_advantage(plan, out=act.out.range(), out_stride=act.out_stride, actions=ro.actions.range(),

@@ -126,7 +126,7 @@ def test_rollout_store_copies_words_bit_exactly(gpu):
             gpu.upload(step_obs, pack_obs(obs[t], spec))
             gpu.upload(glob, np.array([t, 0, 0, 0], np.uint32))
             gpu.run(plan.finalize())
-        got = gpu.read(ro.obs, dtype=np.uint32).reshape(N, T, ro.obs_stride)
+        got = ro.read_obs().reshape(N, T, ro.obs_stride)
         for t in range(T):
             assert np.array_equal(got[:, t], pack_obs(obs[t], spec, ro.obs_stride)), (spec.obs_dtype, t)
     assert Rollout.stride_for(PIXELS) * 4 == 12_288
@@ -246,7 +246,7 @@ def _rollout_vs_scan(gpu, spec, make_obs, N=7, T=5, seed=3):
     act = Activations(gpu, spec, N, T)
     h0 = [ro.state_of(ro.initial_state, l) for l in range(spec.layers)]
     plan = gpu.plan("scan")
-    policy_forward(plan, policy, act, ro.obs.range(), ro.obs_stride, ro.column("terminal", 0, N), h0,
+    policy_forward(plan, policy, act, ro.obs_rows(0, N), ro.obs_stride, ro.column("terminal", 0, N), h0,
                    terminals_stride=TR_WIDTH)
     gpu.run(plan)
     out = gpu.read(act.out).reshape(N * T, act.out_stride)

@@ -75,7 +75,7 @@ def test_rollout_steps_equal_training_scan(gpu):
     act = Activations(gpu, spec, N, T)
     h0 = [ro.state_of(ro.initial_state, l) for l in range(spec.layers)]
     plan = gpu.plan("scan")
-    policy_forward(plan, policy, act, ro.obs.range(), ro.obs_stride, ro.column("terminal", 0, N), h0,
+    policy_forward(plan, policy, act, ro.obs_rows(0, N), ro.obs_stride, ro.column("terminal", 0, N), h0,
                    terminals_stride=TR_WIDTH)
     gpu.run(plan)
     out = gpu.read(act.out).reshape(N * T, act.out_stride)

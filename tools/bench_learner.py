@@ -63,9 +63,9 @@ def main():
     spec = PolicySpec(obs_size=413, hidden=128, layers=4, act_sizes=(3, 3))
     N, T = args.agents, args.horizon
     policy = Policy(gpu, spec, seed=73)
-    ro = Rollout(gpu, spec, N, T)
+    ro = Rollout(gpu, spec, N, T, row_multiple=args.minibatch // T)
     rng = np.random.default_rng(0)
-    gpu.upload(ro.obs, rng.random((N * T, ro.obs_stride), dtype=np.float32))
+    ro.upload_obs(rng.random((N * T, ro.obs_stride), dtype=np.float32))
     gpu.upload(ro.actions, rng.integers(0, 3, (N * T, 2)).astype(np.float32))
     gpu.upload(ro.transitions, pack_transitions(N * T, fill=0.0, logprob=-2.2,
                                                 reward=rng.standard_normal(N * T).astype(np.float32) * 0.1))

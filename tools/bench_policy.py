@@ -44,7 +44,7 @@ def main():
     N, T = args.agents, args.horizon
     R = args.minibatch // T
     policy = Policy(gpu, spec, seed=73)
-    ro = Rollout(gpu, spec, N, T)
+    ro = Rollout(gpu, spec, N, T, row_multiple=R)
     step = RolloutStep(policy, ro, seed=1)
     rng = np.random.default_rng(0)
     obs = rng.random((N, 413), dtype=np.float32)
@@ -59,7 +59,7 @@ def main():
     plans = []
     for m in range(N // R):
         plan = gpu.plan(f"train mb{m}")
-        obs_r, term_r = ro.rows(ro.obs, m * R, R, ro.obs_stride), ro.column("terminal", m * R, R)
+        obs_r, term_r = ro.obs_rows(m * R, R), ro.column("terminal", m * R, R)
         h0 = [ro.state_of(ro.initial_state, l, m * R, R) for l in range(spec.layers)]
         policy_forward(plan, policy, act, obs_r, ro.obs_stride, term_r, h0, terminals_stride=TR_WIDTH)
         policy_backward(plan, policy, act, obs_r, ro.obs_stride, term_r, h0, terminals_stride=TR_WIDTH)

@@ -72,7 +72,7 @@ def default_setup(gpu, gpu_rule: bool = False, agents: int = 1024, horizon: int 
         attach(gpu)
     with using(gpu, GpuRule() if gpu_rule else gpu.chooser):
         policy = Policy(gpu, spec, seed=73)
-        ro = Rollout(gpu, spec, agents, horizon)
+        ro = Rollout(gpu, spec, agents, horizon, row_multiple=minibatch // horizon)
         step = RolloutStep(policy, ro, seed=73)
         learner = Learner(policy, ro, minibatch, replay_ratio=minibatch / (agents * horizon))  # one minibatch
     return {"spec": spec, "policy": policy, "rollout": ro, "step": step, "learner": learner}

@@ -179,7 +179,7 @@ def report_learner(gpu, setup):
     ro, learner = setup["rollout"], setup["learner"]
     N, T = ro.N, ro.T
     rng = np.random.default_rng(0)
-    gpu.upload(ro.obs, rng.random((N * T, ro.obs_stride), dtype=np.float32))
+    ro.upload_obs(rng.random((N * T, ro.obs_stride), dtype=np.float32))
     gpu.upload(ro.actions, rng.integers(0, 3, (N * T, 2)).astype(np.float32))
     gpu.upload(ro.transitions, pack_transitions(N * T, fill=0.0, logprob=-2.2,
                                                 reward=rng.standard_normal(N * T).astype(np.float32) * 0.1))

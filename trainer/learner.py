@@ -225,7 +225,7 @@ class Learner:
         spec, T, R, M = p.spec, ro.T, self.R, self.M
         row0 = (m * R) % ro.N
         plan = gpu.plan(f"minibatch {m}")
-        obs = ro.rows(ro.obs, row0, R, ro.obs_stride)
+        obs = ro.obs_rows(row0, R)
         terminals = ro.column("terminal", row0, R)
         transitions = ro.rows(ro.transitions, row0, R, TR_WIDTH)
         actions = ro.rows(ro.actions, row0, R, spec.K)

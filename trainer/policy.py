@@ -48,11 +48,15 @@ class EncoderScratch:
         self.layers = conv_layers(*spec.picture)
         limit = gpu.limits["max-storage-buffer-binding-size"]
         for i, l in enumerate(self.layers):
-            if 4 * rows * l.out_size > limit:
+            # the convolutions bind their outputs a chunk of frames at a time, so each output must fit one
+            # buffer; the last one feeds the linear layer whole, so it must fit one binding
+            cap, what = ((limit, "one binding") if i == len(self.layers) - 1 else
+                         (gpu.limits["max-buffer-size"], "one buffer"))
+            if 4 * rows * l.out_size > cap:
                 raise GPUError(f"{rows} frames of a {'x'.join(map(str, spec.picture))} picture: conv {i}'s output "
                                f"({l.out_h}x{l.out_w}x{l.out_c} per frame) needs {4 * rows * l.out_size:,} bytes, "
-                               f"more than one binding holds on this adapter ({limit:,}); use a smaller "
-                               f"train.minibatch_size (at most {limit // (4 * l.out_size):,} frames)")
+                               f"more than {what} holds on this adapter ({cap:,}); use a smaller "
+                               f"train.minibatch_size (at most {cap // (4 * l.out_size):,} frames)")
         self.ys = [gpu.buffer(4 * rows * l.out_size, f"{label}.conv{i}") for i, l in enumerate(self.layers)]
         if grads:
             self.dys = [gpu.buffer(4 * rows * l.out_size, f"{label}.dconv{i}") for i, l in enumerate(self.layers)]
@@ -170,19 +174,68 @@ class Rollout:
     weight gradient can use vec4 loads; uint8 observations packed 4 per word, obs_stride = ceil(D/4)
     (a 64×64×3 frame: 12,288 bytes per step instead of 49,152).
     The action mask is stored bit-packed, [N·T, mask_words] u32, all legal until written.
+
+    Observations are the one rollout buffer that grows past a device's largest buffer (4096 agents ×
+    64 steps × 416 floats is 436 MB; WebGPU guarantees 256 MiB), so they live in pages of `page_rows`
+    agents each (one page when they fit). A page holds a whole number of `row_multiple` agent rows
+    (the trainer passes a minibatch's rows), so a minibatch never straddles two pages.
     """
 
-    def __init__(self, gpu: GPU, spec: PolicySpec, N: int, T: int):
+    def __init__(self, gpu: GPU, spec: PolicySpec, N: int, T: int, row_multiple: int = 1):
         self.gpu, self.spec, self.N, self.T = gpu, spec, N, T
         self.obs_stride = self.stride_for(spec)
         H, L = spec.hidden, spec.layers
-        self.obs = gpu.buffer(4 * N * T * self.obs_stride, "rollout.obs")
+        self.page_rows = self._page_rows(gpu.limits["max-buffer-size"], row_multiple)
+        self.obs_pages = [gpu.buffer(4 * min(self.page_rows, N - r0) * T * self.obs_stride,
+                                     "rollout.obs" if self.page_rows >= N else f"rollout.obs[{i}]")
+                          for i, r0 in enumerate(range(0, N, self.page_rows))]
         self.actions = gpu.buffer(4 * N * T * spec.K, "rollout.actions")  # discrete indices or Gaussian samples
         # [N·T, TR_WIDTH]: log-prob, value, reward, terminal, advantage, return (kernels.TRANSITION)
         self.transitions = gpu.buffer(4 * N * T * TR_WIDTH, "rollout.transitions")
         self.mask = gpu.array(np.full(N * T * spec.mask_words, 0xFFFFFFFF, np.uint32), "rollout.mask")
         self.state = gpu.buffer(4 * L * N * H, "rollout.state")  # [L][N][H], carried across rollouts
         self.initial_state = gpu.buffer(4 * L * N * H, "rollout.initial_state")  # snapshot at t = 0
+
+    def _page_rows(self, max_buffer: int, row_multiple: int) -> int:
+        """Agent rows per observation page: all N if they fit in one buffer, else the most that fit,
+        rounded down to a multiple of row_multiple."""
+        per_row = 4 * self.T * self.obs_stride
+        if self.N * per_row <= max_buffer:
+            return self.N
+        fit = max_buffer // per_row
+        if fit < row_multiple:
+            raise GPUError(f"rollout: a minibatch of {row_multiple} agent rows × {self.T} steps of observations "
+                           f"({row_multiple * per_row:,} B) is more than this device's largest buffer "
+                           f"({max_buffer:,} B); choose a minibatch_size of at most {fit * self.T} "
+                           f"(= {fit} rows × horizon {self.T})")
+        return fit // row_multiple * row_multiple
+
+    def obs_rows(self, row0: int, rows: int) -> Range:
+        """Observation rows of agents [row0, row0+rows), which must lie in one page (obs_pieces splits)."""
+        page, r = divmod(row0, self.page_rows)
+        if r + rows > self.page_rows or row0 + rows > self.N:
+            raise GPUError(f"rollout: agent rows [{row0}, {row0 + rows}) cross an observation page of "
+                           f"{self.page_rows} rows; take them piece by piece (Rollout.obs_pieces)")
+        return self.rows(self.obs_pages[page], r, rows, self.obs_stride)
+
+    def obs_pieces(self, row0: int, rows: int) -> list[tuple[int, int]]:
+        """Agent rows [row0, row0+rows) split where observation pages end: [(first row, rows), ...]."""
+        out, r = [], row0
+        while r < row0 + rows:
+            n = min(row0 + rows, (r // self.page_rows + 1) * self.page_rows) - r
+            out.append((r, n))
+            r += n
+        return out
+
+    def upload_obs(self, words: np.ndarray):
+        """Write every observation row: words [N·T, obs_stride] (u32 words or float32), across the pages."""
+        words = np.ascontiguousarray(words).reshape(self.N, self.T * self.obs_stride)
+        for i, page in enumerate(self.obs_pages):
+            self.gpu.upload(page, words[i * self.page_rows:(i + 1) * self.page_rows])
+
+    def read_obs(self) -> np.ndarray:
+        """Every observation row as u32 words, [N·T, obs_stride] (tests and tools)."""
+        return np.concatenate([self.gpu.read(p, dtype=np.uint32) for p in self.obs_pages]).reshape(-1, self.obs_stride)
 
     @staticmethod
     def stride_for(spec: PolicySpec) -> int:

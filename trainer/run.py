@@ -193,7 +193,7 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
     for note in spec.pufferlib_notes():
         print(f"warning: {note}", flush=True)
     policy = Policy(gpu, spec, seed=base["seed"])
-    rollout = Rollout(gpu, spec, N, T)
+    rollout = Rollout(gpu, spec, N, T, row_multiple=t["minibatch_size"] // T)
     infers = []  # one inference plan per env buffer, over its rows, with its own sampling seed
     for b in range(B):
         r0, r1 = env.buffer_rows(b)

@@ -26,12 +26,13 @@ def rollout_store(plan: Plan, ro, obs_step: Range, rewards_step: Range, terminal
     need("rollout_store", "obs_step", obs_step, rows * Dw)
     if mask_step is not None:
         need("rollout_store", "mask_step", mask_step, rows * W)
-    for a0 in range(0, rows, chunk):
-        n = min(chunk, rows - a0)
+    pieces = [(r0 + c0, min(chunk, n0 - c0)) for r0, n0 in ro.obs_pieces(row0, rows) for c0 in range(0, n0, chunk)]
+    for r, n in pieces:  # agent chunks that fit one binding and lie in one observation page
+        a0 = r - row0
         plan.add(k, (ceil_div(max(stride, W), WG), n), dict(N=n, Dw=Dw, T=T, obs_stride=stride, agent0=a0, W=W,
                                                             masked=int(mask_step is not None)),
                  obs_step=obs_step, rewards_step=rewards_step, terminals_step=terminals_step, globals=globals_,
-                 mask_step=mask_step, obs=ro.rows(ro.obs, row0 + a0, n, stride),
+                 mask_step=mask_step, obs=ro.obs_rows(r, n),
                  transitions=ro.rows(ro.transitions, row0 + a0, n, TR_WIDTH),
                  mask=ro.rows(ro.mask, row0 + a0, n, W) if mask_step is not None else None).note(
             invocations=n * max(stride, W), serial=1, work=n * stride)
