@@ -6,30 +6,15 @@ import numpy as np
 import pytest
 
 from trainer.gpu import SHADER_DIR, WEBGPU_LIMITS, GPUError, ShaderFile, requested_limits
-from trainer.kernels import TR_WIDTH, TRANSITION, matmul, mingru, pack_transitions
+from trainer.kernels import TR_WIDTH, TRANSITION, pack_transitions
+from trainer.kernels.catalog import entry_points
 from trainer.learner import Learner, LearnerConfig
 from trainer.policy import Policy, Rollout, RolloutStep
 from trainer.spec import PolicySpec, pack_obs
 
 
-def _entry_points():
-    """(file, entry, constants) of every entry point: the variant tables' constants for matmul and
-    mingru, each other file's override defaults."""
-    out = []
-    for fam in (matmul, mingru):
-        for v in fam.VARIANTS:
-            forms = ("matmul_forward", "matmul_backward_input", "matmul_backward_weight") if fam is matmul else \
-                ("mingru_step", "mingru_scan_forward", "mingru_scan_backward")
-            for form in forms:
-                out.append((v.file, v.entry.format(form=form), dict(v.constants)))
-    for path in sorted(SHADER_DIR.glob("*.wgsl")):
-        sf = ShaderFile.load(path.name)
-        out += [(path.name, e, {}) for e in sf.workgroup if not any(e == o[1] for o in out)]
-    return out
-
-
 def test_every_kernel_fits_webgpus_default_limits():
-    entries = _entry_points()
+    entries = entry_points()
     assert len(entries) >= 40, len(entries)
     over = []
     for file, entry, constants in entries:

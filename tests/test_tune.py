@@ -185,7 +185,7 @@ def test_training_is_bit_identical_for_a_fixed_choice(gpu, fresh, tmp_path, monk
 def test_variant_tables_match_the_shaders(gpu):
     """Every variant of every family with variants names an entry point its shader file has, for every
     form, with the workgroup the file declares under the variant's override constants."""
-    forms = {"matmul": matmul.FORMS, "mingru": ("mingru_step", "mingru_scan_forward", "mingru_scan_backward")}
+    forms = {"matmul": matmul.FORMS, "mingru": mingru.FORMS}
     for family in tune.FAMILIES.values():
         assert len({v.name for v in family.variants}) == len(family.variants)
         for v in family.variants:

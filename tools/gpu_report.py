@@ -34,10 +34,6 @@ import numpy as np  # noqa: E402
 from envs.console import safe_console  # noqa: E402
 
 RELEVANT_FEATURES = ("subgroup", "timestamp-query", "shader-f16")
-RELEVANT_LIMITS = ("max-storage-buffer-binding-size", "max-buffer-size", "max-storage-buffers-per-shader-stage",
-                   "max-compute-workgroups-per-dimension", "max-compute-invocations-per-workgroup",
-                   "max-compute-workgroup-size-x", "max-compute-workgroup-storage-size",
-                   "min-storage-buffer-offset-alignment", "min-uniform-buffer-offset-alignment")
 
 
 def section(title):
@@ -72,13 +68,29 @@ def report_adapter(gpu):
                  else "present, unused" if f in gpu.adapter_features else "absent")
         print(f"   feature {f}: {state}")
     print(f"   all adapter features: {', '.join(sorted(gpu.adapter_features))}")
-    for k in RELEVANT_LIMITS:
-        print(f"   limit {k}: {gpu.adapter.limits.get(k)}")
     if gpu.has("subgroup"):
         print(f"   subgroup size: {gpu.subgroup_size} (measured in a 64-invocation workgroup)")
     else:
         print("   subgroup size: n/a (no subgroups: the portable kernels run)")
     return gpu.describe()
+
+
+def report_limits(gpu):
+    """Per limit: WebGPU's default, the adapter's, the device's (as requested under PUFFGPU_LIMITS), and
+    the most any kernel needs, with the kernel."""
+    from trainer.gpu import WEBGPU_LIMITS, ShaderFile
+    from trainer.kernels.catalog import entry_points
+    most = {}
+    for file, entry, constants in entry_points():
+        for k, v in ShaderFile.load(file).needs(entry, constants).items():
+            if v > most.get(k, (-1, ""))[0]:
+                most[k] = (v, f"{file}:{entry}")
+    print(f"   limits mode: {gpu.limits_mode} (PUFFGPU_LIMITS)")
+    print(f"   {'limit':40s} {'WebGPU':>10s} {'adapter':>12s} {'device':>12s} {'kernels need':>13s}  (the most demanding)")
+    for k in sorted(set(WEBGPU_LIMITS) | set(most)):
+        need, who = most.get(k, (None, ""))
+        print(f"   {k:40s} {WEBGPU_LIMITS.get(k, '-')!s:>10s} {gpu.adapter.limits.get(k, '-')!s:>12s} "
+              f"{gpu.limits.get(k, '-')!s:>12s} {'-' if need is None else need!s:>13s}  {who}")
 
 
 # ------------------------------------------------------------------------------------------------ goldens
@@ -299,6 +311,8 @@ def main():
         print("gpu report: no adapter: train platformer 0 SPS, matmul 8192x128x384 0.0 GFLOP/s, goldens 0/0")
         return 1
     adapter = guarded(report_adapter, gpu, default=gpu.describe())
+    section("limits (WebGPU's defaults, this adapter's, what the kernels need)")
+    guarded(report_limits, gpu)
     section("goldens (every kernel variant)")
     passed, total = guarded(report_goldens, gpu, args.verbose, default=(0, 0))
     section("kernel choice (default platformer plans)")

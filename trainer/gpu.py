@@ -359,6 +359,7 @@ class ShaderFile:
             "max-compute-invocations-per-workgroup": self.workgroup_size(entry, constants),
             "max-compute-workgroup-size-x": dims[0], "max-compute-workgroup-size-y": dims[1],
             "max-compute-workgroup-size-z": dims[2],
+            "max-bind-groups": 1,  # every binding lives in @group(0)
         }
 
 

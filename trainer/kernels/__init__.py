@@ -19,7 +19,7 @@ default applies (lavapipe's kernels on lavapipe, the GPU rule elsewhere). The ru
 imports the tuner.
 
 Adding a family: one `.wgsl` file in shaders/, one module here with its launchers (and a
-`Family` if it has variants), goldens in golden/make_golden.py and a test.
+`Family` if it has variants), goldens in golden/ref/<family>.py (registered in golden/make_golden.py) and a test.
 """
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ from ..gpu import GPUError, Plan, Range
 from . import Choice, Family, Geometry, Variant, ceil_div, choose, need
 
 MAX_SCAN_T = 4096  # the scan loops over T inside one invocation; lavapipe stops at 65,535 iterations
+FORMS = ("mingru_step", "mingru_scan_forward", "mingru_scan_backward")  # the entry points (with _scalar: the scalar variant)
 _F32_VIEWS = tuple((n, n + "_f") for n in ("c", "x", "h0", "dy", "state", "y", "hs", "dc", "dx", "snapshot"))
 
 
