@@ -16,7 +16,7 @@ import golden.runs as gr
 from golden.check import assert_close, tolerance
 from trainer import checkpoint as ckpt
 from trainer.kernels import TR_WIDTH
-from trainer.spec import CONVS, PolicySpec, flatten, init_weights, pack_obs, pad8, unflatten
+from trainer.spec import CONVS, ConvLayer, PolicySpec, conv_layers, flatten, init_weights, pack_obs, pad8, unflatten
 
 PIXELS = PolicySpec(obs_size=64 * 64 * 3, hidden=128, layers=4, act_sizes=(8,), picture=(64, 64, 3), obs_dtype="uint8")
 
@@ -64,15 +64,16 @@ def test_picture_flops_and_errors():
     assert PolicySpec(4, 8, 1, (2,), obs_dtype=np.uint8).obs_words == 1
 
 
-def test_conv_geometry_agrees_with_the_conv_family():
-    from trainer.kernels.conv import CONVS as FAMILY_CONVS, conv_layers
-    assert tuple(FAMILY_CONVS) == CONVS
+def test_conv_geometry_lives_once_in_the_spec():
+    """The conv family computes no geometry of its own: its layers are the spec's, for every picture."""
+    from trainer.kernels import conv
+    assert conv.conv_layers is conv_layers and conv.ConvLayer is ConvLayer
     for pic in ((64, 64, 3), (80, 60, 3), (84, 84, 1), (36, 36, 1), (48, 40, 2)):
         spec = PolicySpec(obs_size=pic[0] * pic[1] * pic[2], hidden=8, layers=1, act_sizes=(2,), picture=pic)
-        layers = conv_layers(*pic)
-        assert [(l.in_h, l.in_w, l.in_c, l.out_c, l.kernel, l.stride) for l in layers] == spec.convs
-        assert [(l.out_c, l.patch) for l in layers] == [t.shape for t in spec.encoders[:3]]
-        assert layers[-1].out_size == spec.conv_out
+        assert spec.convs == conv_layers(*pic)
+        assert [(l.out_c, l.kernel, l.stride) for l in spec.convs] == list(CONVS)
+        assert [(l.out_c, l.patch) for l in spec.convs] == [t.shape for t in spec.encoders[:3]]
+        assert spec.convs[-1].out_size == spec.conv_out
 
 
 def test_picture_init_kaiming_uniform_sqrt2():

@@ -37,7 +37,7 @@ import numpy as np
 
 PAD = 8  # floats: PufferLib aligns every tensor to 16 bytes of bf16 = 8 elements
 MASK_BITS = 32  # action-mask entries per u32 word on the GPU (bit j of word w = column 32·w + j)
-CONVS = ((32, 8, 4), (64, 4, 2), (64, 3, 1))  # the picture encoder: (out channels, kernel, stride)
+CONVS = ((32, 8, 4), (64, 4, 2), (64, 3, 1))  # the picture encoder: (out channels, kernel, stride) per layer
 MIN_PICTURE = 36  # the smallest side the three valid convolutions accept (36 → 8 → 3 → 1)
 OBS_DTYPES = ("float32", "uint8")  # how observations reach the GPU: float32, or uint8 packed 4 per u32
 
@@ -50,21 +50,64 @@ def ceil4(n: int) -> int:
     return -(-n // 4) * 4
 
 
-def conv_out_side(side: int, kernel: int, stride: int) -> int:
-    return (side - kernel) // stride + 1
+@dataclass(frozen=True)
+class ConvLayer:
+    """One valid-padded, bias-free convolution: input [in_h, in_w, in_c] → output [out_h, out_w, out_c]."""
+    in_h: int
+    in_w: int
+    in_c: int
+    out_c: int
+    kernel: int
+    stride: int
+
+    @property
+    def out_h(self) -> int:
+        return (self.in_h - self.kernel) // self.stride + 1
+
+    @property
+    def out_w(self) -> int:
+        return (self.in_w - self.kernel) // self.stride + 1
+
+    @property
+    def places(self) -> int:
+        return self.out_h * self.out_w
+
+    @property
+    def patch(self) -> int:
+        return self.kernel * self.kernel * self.in_c
+
+    @property
+    def in_size(self) -> int:
+        return self.in_h * self.in_w * self.in_c
+
+    @property
+    def out_size(self) -> int:
+        return self.places * self.out_c
+
+    @property
+    def macs(self) -> int:
+        """Multiply-adds of this layer's forward pass per frame."""
+        return self.places * self.patch * self.out_c
+
+    def label(self) -> str:
+        return (f"{self.in_h}x{self.in_w}x{self.in_c} -> {self.out_h}x{self.out_w}x{self.out_c} "
+                f"(k={self.kernel} s={self.stride})")
 
 
-def conv_geometry(height: int, width: int, channels: int) -> list[tuple[int, int, int, int, int, int]]:
-    """(in_h, in_w, in_c, out_c, kernel, stride) of each of the three convolutions for a picture."""
-    if min(height, width) < MIN_PICTURE:
-        raise ValueError(f"picture {height}x{width}x{channels} (height x width x channels) is too small: the "
-                         f"three convolutions (8x8 stride 4, 4x4 stride 2, 3x3 stride 1) need at least "
-                         f"{MIN_PICTURE}x{MIN_PICTURE}")
-    out, h, w, c = [], height, width, channels
-    for out_c, k, s in CONVS:
-        out.append((h, w, c, out_c, k, s))
-        h, w, c = conv_out_side(h, k, s), conv_out_side(w, k, s), out_c
-    return out
+def conv_layers(height: int, width: int, channels: int, convs=CONVS) -> list[ConvLayer]:
+    """The encoder's convolutions for a picture of height × width × channels (HWC): the one place their
+    geometry is computed (the spec's tensors, the conv kernels and the golden generator read it)."""
+    if min(height, width, channels) < 1:
+        raise ValueError(f"picture (height, width, channels) = ({height}, {width}, {channels}): all must be positive")
+    layers, h, w, c = [], height, width, channels
+    for out_c, k, s in convs:
+        if h < k or w < k:
+            raise ValueError(f"picture {height}x{width}x{channels} (height x width x channels) is too small for the "
+                             f"conv encoder: the three convolutions (8x8 stride 4, 4x4 stride 2, 3x3 stride 1) need "
+                             f"at least {MIN_PICTURE}x{MIN_PICTURE} (layer {len(layers)} gets {h}x{w}, kernel {k})")
+        layers.append(ConvLayer(h, w, c, out_c, k, s))
+        h, w, c = layers[-1].out_h, layers[-1].out_w, out_c
+    return layers
 
 
 def obs_dtype_name(dtype) -> str:
@@ -121,7 +164,7 @@ class PolicySpec:
                                  f"got {self.picture}")
             pic = tuple(int(v) for v in pic)
             object.__setattr__(self, "picture", pic)
-            conv_geometry(*pic)  # too small: a clear error
+            conv_layers(*pic)  # too small: a clear error
             if pic[0] * pic[1] * pic[2] > self.obs_size:
                 raise ValueError(f"picture {pic[0]}x{pic[1]}x{pic[2]} (height x width x channels) needs "
                                  f"{pic[0] * pic[1] * pic[2]} values but the observation holds {self.obs_size}: the "
@@ -156,17 +199,14 @@ class PolicySpec:
         return self.obs_size - (self.picture[0] * self.picture[1] * self.picture[2] if self.picture else 0)
 
     @cached_property
-    def convs(self) -> list[tuple[int, int, int, int, int, int]]:
-        """(in_h, in_w, in_c, out_c, kernel, stride) per convolution; [] without a picture."""
-        return conv_geometry(*self.picture) if self.picture else []
+    def convs(self) -> list[ConvLayer]:
+        """The picture encoder's convolutions (conv_layers); [] without a picture."""
+        return conv_layers(*self.picture) if self.picture else []
 
     @property
     def conv_out(self) -> int:
         """Values of the flattened last conv output (0 without a picture)."""
-        if not self.picture:
-            return 0
-        h, w, _, c, k, s = self.convs[-1]
-        return conv_out_side(h, k, s) * conv_out_side(w, k, s) * c
+        return self.convs[-1].out_size if self.picture else 0
 
     @property
     def A(self) -> int:
@@ -205,8 +245,8 @@ class PolicySpec:
     def tensors(self) -> list[TensorView]:
         H, D = self.hidden, self.obs_size
         if self.picture:
-            shapes = [(f"encoder.convs.{i}", (oc, k * k * c), (oc, k, k, c))
-                      for i, (_, _, c, oc, k, _) in enumerate(self.convs)]
+            shapes = [(f"encoder.convs.{i}", (l.out_c, l.patch), (l.out_c, l.kernel, l.kernel, l.in_c))
+                      for i, l in enumerate(self.convs)]
             shapes.append(("encoder.linear", (H, self.features + self.conv_out), None))
         else:
             shapes = [("encoder", (H, D), None)]
@@ -293,8 +333,7 @@ class PolicySpec:
         """Forward multiply-adds ×2 for one agent-step (with a picture: the convolutions, then encoder.linear)."""
         H = self.hidden
         enc = self.encoder.size
-        for h, w, c, oc, k, s in self.convs:
-            enc += conv_out_side(h, k, s) * conv_out_side(w, k, s) * oc * k * k * c
+        enc += sum(l.macs for l in self.convs)
         return 2 * (enc + self.layers * 3 * H * H + self.out * H)
 
 

@@ -28,71 +28,11 @@ from dataclasses import dataclass
 from ..gpu import GPUError, Plan, Range
 from . import GPU_MIN_INVOCATIONS, HEAVY_WORK, MAX_LOOP, ceil_div, need
 from .matmul import matmul_backward_input, matmul_backward_weight, matmul_forward
+from ..spec import ConvLayer, conv_layers  # noqa: F401  (the geometry lives in spec; callers use conv.conv_layers too)
 
-CONVS = ((32, 8, 4), (64, 4, 2), (64, 3, 1))  # (filters, kernel, stride) of the three layers
-MIN_PICTURE = 36  # the smallest side the three CONVS leave at least one output place for
 SCRATCH_BYTES = 32 << 20  # the bounded patch matrix: 32 MiB, 194 frames at 64×64×3
 WG = 64
 MAX_GX = 32768  # workgroups along x; more go to grid y
-
-
-@dataclass(frozen=True)
-class ConvLayer:
-    """One valid-padded, bias-free convolution: input [in_h, in_w, in_c] → output [out_h, out_w, out_c]."""
-    in_h: int
-    in_w: int
-    in_c: int
-    out_c: int
-    kernel: int
-    stride: int
-
-    @property
-    def out_h(self) -> int:
-        return (self.in_h - self.kernel) // self.stride + 1
-
-    @property
-    def out_w(self) -> int:
-        return (self.in_w - self.kernel) // self.stride + 1
-
-    @property
-    def places(self) -> int:
-        return self.out_h * self.out_w
-
-    @property
-    def patch(self) -> int:
-        return self.kernel * self.kernel * self.in_c
-
-    @property
-    def in_size(self) -> int:
-        return self.in_h * self.in_w * self.in_c
-
-    @property
-    def out_size(self) -> int:
-        return self.places * self.out_c
-
-    @property
-    def macs(self) -> int:
-        """Multiply-adds of this layer's forward pass per frame."""
-        return self.places * self.patch * self.out_c
-
-    def label(self) -> str:
-        return (f"{self.in_h}x{self.in_w}x{self.in_c} -> {self.out_h}x{self.out_w}x{self.out_c} "
-                f"(k={self.kernel} s={self.stride})")
-
-
-def conv_layers(height: int, width: int, channels: int, convs=CONVS) -> list[ConvLayer]:
-    """The encoder's layers for a picture of height × width × channels (HWC)."""
-    if min(height, width, channels) < 1:
-        raise ValueError(f"picture (height, width, channels) = ({height}, {width}, {channels}): all must be positive")
-    layers, h, w, c = [], height, width, channels
-    for out_c, k, s in convs:
-        if h < k or w < k:
-            raise ValueError(f"picture {height}x{width}x{channels} (height x width x channels) is too small for the "
-                             f"conv encoder: it needs at least {MIN_PICTURE}x{MIN_PICTURE} (layer {len(layers)} "
-                             f"gets {h}x{w}, kernel {k})")
-        layers.append(ConvLayer(h, w, c, out_c, k, s))
-        h, w, c = layers[-1].out_h, layers[-1].out_w, out_c
-    return layers
 
 
 @dataclass(frozen=True)
