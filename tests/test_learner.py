@@ -2,8 +2,8 @@
 import pytest
 
 import golden.runs as gr
-from golden.check import assert_close
-from trainer.learner import cosine_lr
+from golden.check import assert_close, meta
+from trainer.learner import LearnerConfig, cosine_lr
 
 
 def slow_if_platformer(cases):
@@ -78,3 +78,28 @@ def test_minibatch_rules():
         check_minibatching(4, 8, 64)
     with pytest.raises(ValueError, match="multiple of minibatch_size / horizon"):
         check_minibatching(6, 8, 32)
+
+
+# the learner parameters a golden family varies on purpose (each of its cases records all of them)
+GOLDEN_KNOBS = {"advantage": {"vtrace", "vtrace_c_clip"}, "advantage_heads": {"vtrace", "vtrace_c_clip"},
+                "learner": {"vtrace"}, "learner_heads": {"vtrace", "max_grad_norm"}, "ppo_heads": {"ent_coef"},
+                "learner_picture": set(), "muon": set(), "ppo": set()}
+
+
+def test_learner_defaults_live_in_the_ini_and_the_goldens_use_them():
+    """trainer/default.ini's [train] is the one home of the learner's defaults: LearnerConfig() holds its
+    values, and every golden case was made with them except the knobs its family varies on purpose."""
+    from dataclasses import fields
+
+    from trainer import config
+    train, cfg = config.defaults()["train"], LearnerConfig()
+    names = [f.name for f in fields(LearnerConfig)]
+    for name in names:
+        assert getattr(cfg, name) == type(getattr(cfg, name))(train[name]), name
+    for fam, knobs in GOLDEN_KNOBS.items():
+        for case in gr.cases(fam):
+            m = meta(fam, case)
+            recorded = {k for k in names if k in m}
+            assert recorded >= set(names) - {"freeze_continuous"}, (fam, case)
+            off = {k for k in recorded if type(getattr(cfg, k))(m[k]) != getattr(cfg, k)}
+            assert off <= knobs, (fam, case, off)

@@ -78,6 +78,12 @@ def read_described_ini(path: Path) -> tuple[dict, dict]:
     return {s: {k: _none(v) for k, v in kv.items()} for s, kv in values.items()}, desc
 
 
+def defaults() -> dict:
+    """trainer/default.ini as {section: {key: value}}: the one home of every default, the learner's
+    included (LearnerConfig's field defaults and the golden generator's parameters read it)."""
+    return read_described_ini(DEFAULT_INI)[0]
+
+
 def _none(v):
     return None if isinstance(v, str) and v.lower() == "none" else v
 

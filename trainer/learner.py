@@ -23,6 +23,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from .config import check_minibatching, num_minibatches
+from .config import defaults as config_defaults
 from .gpu import GPU, GPUError, Plan, Range
 from .kernels import muon as muon_kernels
 from .kernels import TR_WIDTH, need
@@ -38,20 +39,23 @@ NS_COEFFS = ((4.0848, -6.8946, 2.9270), (3.9505, -6.3029, 2.6377), (3.7418, -5.5
              (2.8769, -3.1427, 1.2046), (2.8366, -3.0525, 1.2012))
 
 
+_TRAIN = config_defaults()["train"]  # the learner's defaults live once, in trainer/default.ini's [train]
+
+
 @dataclass
 class LearnerConfig:
-    gamma: float = 0.995
-    gae_lambda: float = 0.90
-    clip_coef: float = 0.2
-    vf_coef: float = 2.0
-    vf_clip_coef: float = 0.2
-    ent_coef: float = 0.001
-    max_grad_norm: float = 1.5
-    momentum: float = 0.95
-    vtrace: bool = False
-    vtrace_rho_clip: float = 1.0
-    vtrace_c_clip: float = 1.0
-    freeze_continuous: bool = False  # an ablation: no gradient from the continuous heads (means, logstd)
+    gamma: float = float(_TRAIN["gamma"])
+    gae_lambda: float = float(_TRAIN["gae_lambda"])
+    clip_coef: float = float(_TRAIN["clip_coef"])
+    vf_coef: float = float(_TRAIN["vf_coef"])
+    vf_clip_coef: float = float(_TRAIN["vf_clip_coef"])
+    ent_coef: float = float(_TRAIN["ent_coef"])
+    max_grad_norm: float = float(_TRAIN["max_grad_norm"])
+    momentum: float = float(_TRAIN["momentum"])
+    vtrace: bool = bool(_TRAIN["vtrace"])
+    vtrace_rho_clip: float = float(_TRAIN["vtrace_rho_clip"])
+    vtrace_c_clip: float = float(_TRAIN["vtrace_c_clip"])
+    freeze_continuous: bool = bool(_TRAIN["freeze_continuous"])  # an ablation: no gradient from the continuous heads
 
     @classmethod
     def from_dict(cls, values: dict) -> "LearnerConfig":
