@@ -18,7 +18,7 @@ from trainer.metrics import PPO_STATS
 from trainer.policy import Activations, Policy, Rollout, policy_backward, policy_forward
 from trainer.spec import PolicySpec, ceil4, flatten, pack_mask, pack_obs, unflatten
 
-SPLITS = (2, 3, 16)  # split-K checks: chunk edges of the matmul_splitk goldens (see make_golden.py)
+SPLITS = (2, 3, 16)  # split-K checks: chunk edges of the matmul_splitk goldens (see golden/ref/matmul.py)
 
 
 def cases(family: str) -> list[str]:
