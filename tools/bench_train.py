@@ -18,6 +18,9 @@ process, and ends with a side-by-side line. bandit's [env] knobs make each env s
 busy CPU work (10000: ~23 µs), wait_us a sleep (50: ~145 µs with Linux's timer slack); the line
 `env cost` states what was measured. On lavapipe inference runs on the same CPU cores as the envs,
 so only an env cost that leaves the cores free (wait_us; on a real GPU, any env) can be hidden.
+--against REV runs the same command from git revision REV (a temporary worktree) and from this
+checkout, alternating for --rounds rounds, each run in a fresh process; it prints each round's SPS and
+ratio, then `train <env> against rev <hash>: ...; mean <ratio>x on <adapter>`.
 --kernels runs the same config once per kernel choice (`;`-separated: `tuned` = the tuner's choice
 from the cache or by timing, anything else a PUFFGPU_KERNELS pin such as `matmul=sg8,mingru=vec4`,
 lavapipe's kernels before the tuner existed); repeat entries to alternate them against drift.
@@ -94,7 +97,14 @@ def main():
     ap.add_argument("--buffers", default=None, help="comma list of vec.num_buffers values to run side by side, e.g. 1,2")
     ap.add_argument("--kernels", default=None, help="`;`-separated kernel choices to run side by side: `tuned` "
                     "or a PUFFGPU_KERNELS pin, e.g. \"tuned;matmul=sg8,mingru=vec4\"")
+    ap.add_argument("--against", default=None, metavar="REV",
+                    help="also run this bench from git revision REV (a temporary worktree), alternating with this "
+                         "checkout for --rounds rounds, and print each round's ratio")
+    ap.add_argument("--rounds", type=int, default=2, help="rounds of --against (each runs both sides once)")
     args, rest = ap.parse_known_args()
+    if args.against:
+        bench_against(args, rest)
+        return
     flags = config.parse_flags(rest)
     cfg, _ = config.load(args.env, flags)
     if args.kernels is not None:
@@ -112,6 +122,42 @@ def main():
         results[b], adapter = bench(args.env, run_cfg, args.epochs, args.adapter)
     print(f"train {Path(args.env).stem} by num_buffers: "
           + ", ".join(f"{b}: {sps:,.0f} SPS" for b, sps in results.items()) + f" on {adapter}")
+
+
+def bench_against(args, rest):
+    """This checkout and git revision `args.against`, alternating (this first, then the revision, per round),
+    each in a fresh process with the same arguments: per-round SPS, ratios, and the mean ratio."""
+    import re
+    import subprocess
+    root = Path(__file__).resolve().parent.parent
+    argv = ["--env", args.env, "--epochs", str(args.epochs), *(["--adapter", args.adapter] if args.adapter else []),
+            *rest]
+    with tempfile.TemporaryDirectory() as tmp:
+        other = Path(tmp) / "rev"
+        subprocess.run(["git", "-C", str(root), "worktree", "add", "--detach", "-q", str(other), args.against], check=True)
+        try:
+            rev = subprocess.run(["git", "-C", str(other), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                 text=True, check=True).stdout.strip()
+            sides = {"this checkout": root, f"rev {rev}": other}
+            results = {k: [] for k in sides}
+            for r in range(args.rounds):
+                for name, where in sides.items():
+                    out = subprocess.run([sys.executable, str(where / "tools" / "bench_train.py"), *argv], cwd=where,
+                                         capture_output=True, text=True, encoding="utf-8")
+                    m = re.findall(r"^train \S+: ([\d,]+) SPS on (.+)$", out.stdout, re.M)
+                    if out.returncode or not m:
+                        sys.exit(f"bench_train --against: the run of {name} failed (exit {out.returncode}):\n"
+                                 f"{out.stdout[-2000:]}{out.stderr[-2000:]}")
+                    results[name].append(float(m[-1][0].replace(",", "")))
+                    adapter = m[-1][1]
+                    print(f"round {r + 1}: {name}: {results[name][-1]:,.0f} SPS", flush=True)
+        finally:
+            subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(other)], check=False)
+    (a, av), (b, bv) = results.items()
+    ratios = [x / y for x, y in zip(av, bv)]
+    print(f"train {args.env} against {b}: " + ", ".join(f"{x:,.0f} vs {y:,.0f} ({q:.2f}x)" for x, y, q in
+                                                    zip(av, bv, ratios))
+          + f"; mean {sum(ratios) / len(ratios):.2f}x on {adapter}")
 
 
 def bench_kernels(args, cfg):
