@@ -1,17 +1,24 @@
-"""puffgpu envs: PufferLib 5.0-style C env headers stepped on OpenMP threads through cffi.
+"""puffgpu envs: PufferLib 5.0-style C env headers, JavaScript games and game servers, presented
+to the trainer as one vecenv interface.
 
     import envs
     env = envs.make("platformer", total_agents=1024)
     env.reset(); env.actions[:] = 0; env.step(); env.log()
 
-See envs/vecenv.py for the API, envs/pufferenv.h for the C contract, envs/js/jsenv.py for
-JavaScript games, and `python -m envs.play platformer` to play an env yourself.
+envs/vec/ is the Python runtime (registry.py: names and paths → kind; interface.py: the Env
+contract; cvec.py, jsvec.py, shmvec.py: the backends), envs/c/ the C runtime (pufferenv.h, the
+vecenv), envs/js/ the JavaScript engine, envs/shm/ the shared-memory protocol, envs/ocean/ the
+example envs. `python -m envs.play platformer` plays an env yourself.
 """
 
-from .ini import read_ini
-from .vecenv import DEFAULT_ENV_KEYS, VecEnv, env_config, env_header_path, env_headers, list_envs
-# make: an in-process VecEnv, or servers over shared memory; env_ini_path knows server envs' inis
-from .shmvec import ShmVecEnv, env_ini_path, make
+from trainer.util.ini import read_ini
 
-__all__ = ["DEFAULT_ENV_KEYS", "ShmVecEnv", "VecEnv", "env_config", "env_header_path", "env_ini_path",
-           "env_headers", "list_envs", "make", "read_ini"]
+from .vec.backends import make
+from .vec.cvec import VecEnv
+from .vec.interface import Env
+from .vec.registry import (DEFAULT_ENV_KEYS, KINDS, EnvSource, describe_envs, env_config, env_headers,
+                           env_ini_path, env_sources, list_envs, resolve)
+from .vec.shmvec import ShmVecEnv
+
+__all__ = ["DEFAULT_ENV_KEYS", "KINDS", "Env", "EnvSource", "ShmVecEnv", "VecEnv", "describe_envs", "env_config",
+           "env_headers", "env_ini_path", "env_sources", "list_envs", "make", "read_ini", "resolve"]

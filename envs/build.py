@@ -1,7 +1,7 @@
-"""Compiles envs/vecenv.c around one env header into a cffi extension module, cached by content.
+"""Compiles envs/c/vecenv.c around one env header into a cffi extension module, cached by content.
 
     from envs.build import load_module
-    mod = load_module("envs/platformer/platformer.h")   # mod.ffi, mod.lib (the vec_* functions)
+    mod = load_module("envs/ocean/platformer/platformer.h")   # mod.ffi, mod.lib (the vec_* functions)
 
 One module per header. The cache key covers every file the compiler read (its -MD dependency
 list: the header, whatever it includes from anywhere, pufferenv.h, raylib.h, system headers),
@@ -20,7 +20,7 @@ and, for known PufferLib/raylib mismatches, what to change.
 Environment variables:
     PUFFGPU_CC         C compiler (default: $CC, else cc)
     PUFFGPU_CFLAGS     extra flags, appended
-    PUFFGPU_OPENMP     0: build without OpenMP (the envs step on envs/threadpool.h's threads, as
+    PUFFGPU_OPENMP     0: build without OpenMP (the envs step on envs/c/threadpool.h's threads, as
                        with a compiler that has no OpenMP, e.g. Apple's clang)
     PUFFGPU_ENV_CACHE  cache folder (default: cache_root()/envs; cache_root() is $PUFFGPU_CACHE,
                        else %LOCALAPPDATA%\\puffgpu, ~/Library/Caches/puffgpu or ~/.cache/puffgpu)
@@ -43,16 +43,18 @@ from pathlib import Path
 
 import cffi
 
-from .atomic import atomic_write
+from trainer.util.atomic import atomic_write
+from trainer.util.cache import cache_root
 
 ENVS_DIR = Path(__file__).resolve().parent
+C_DIR = ENVS_DIR / "c"  # the C runtime: pufferenv.h, ini.h, raylib.h, vecenv.c, goexplore.h, ...
 OPT_FLAGS = ["-O3", "-fno-strict-aliasing", "-Wno-unused-function"]
 STRICT_FLAGS = ["-Werror=implicit-function-declaration", "-Werror=int-conversion",
                 "-Werror=incompatible-pointer-types"]
 # MSVC (cl.exe, clang-cl): the same checks as errors (C4013 undefined function assumed to return
 # int, C4047 different levels of indirection, C4133 incompatible pointer types), C17 for _Generic
 # and _Static_assert; no OpenMP (its vcomp140.dll does not come with Python): the envs step on
-# envs/threadpool.h's Win32 threads.
+# envs/c/threadpool.h's Win32 threads.
 MSVC_FLAGS = ["/nologo", "/O2", "/std:c17", "/we4013", "/we4047", "/we4133"]
 MAX_ERROR_LINES = 40  # of compiler output shown, counted from the first error
 
@@ -101,6 +103,11 @@ void vec_set_mouse(float x, float y, int buttons);
 void vec_scripted(VecEnv* vec);
 void vec_close(VecEnv* vec);
 
+"""
+
+# Go-Explore's side of the vecenv (c/goexplore_vec.h): declared only for a header that includes
+# goexplore.h (found by preprocessing it), so other envs' modules carry none of it.
+GOEXPLORE_CDEF = """
 int vec_ge_info(VecEnv* vec, double* out, int n, uint64_t* fingerprint);
 void vec_ge_sync(VecEnv* vec);
 int64_t vec_ge_save(VecEnv* vec, unsigned char* buf, int64_t cap);
@@ -109,7 +116,7 @@ int vec_ge_reset_real(VecEnv* vec, int index, unsigned int seed);
 int vec_ge_probe(VecEnv* vec, int index, uint64_t* key, float* progress, unsigned char* state, int cap);
 """
 
-# raylib API names that are not in envs/raylib.h (3D, shaders, audio, render textures, image
+# raylib API names that are not in envs/c/raylib.h (3D, shaders, audio, render textures, image
 # editing, ...): a build error that mentions one says so instead of a bare compiler message.
 RAYLIB_NOT_IN_SUBSET = set("""
 BeginMode3D EndMode3D UpdateCamera UpdateCameraPro GetCameraMatrix GetMouseRay GetScreenToWorldRay
@@ -163,23 +170,6 @@ class EnvBuildError(RuntimeError):
 _loaded = {}  # (resolved header path, config key) -> module, so one process loads each build once
 
 
-def cache_root() -> Path:
-    """puffgpu's cache folder (env builds under envs/, the kernel tuner's choices under tune/):
-    $PUFFGPU_CACHE, else the OS's usual place: %LOCALAPPDATA%\\puffgpu on Windows,
-    ~/Library/Caches/puffgpu on macOS, $XDG_CACHE_HOME/puffgpu (default ~/.cache/puffgpu) elsewhere."""
-    root = os.environ.get("PUFFGPU_CACHE")
-    if root:
-        return Path(root).expanduser()
-    if sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA")
-        return Path(base) / "puffgpu" if base else Path.home() / "AppData" / "Local" / "puffgpu"
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Caches" / "puffgpu"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    # the XDG spec: a relative $XDG_CACHE_HOME is invalid and ignored
-    return (Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache") / "puffgpu"
-
-
 def cache_dir():
     """Where built env modules live: $PUFFGPU_ENV_CACHE, else cache_root()/envs (the package folder
     may be read-only once installed)."""
@@ -198,14 +188,14 @@ def split_command(text, windows=None):
             for w in shlex.split(text, posix=False)]
 
 
-def _compiler():
+def compiler():
     return split_command(os.environ.get("PUFFGPU_CC") or os.environ.get("CC") or "cc")
 
 
 _versions = {}
 
 
-def _compiler_version(cc):
+def compiler_version(cc):
     key = tuple(cc)
     if key not in _versions:
         try:
@@ -247,12 +237,12 @@ def _openmp_candidates(target=None):
 
 def openmp_flags(cc):
     """The flags that build this compiler's modules with OpenMP, or [] when none work; then the
-    vecenv steps envs on its own threads (envs/threadpool.h), with the same partition.
+    vecenv steps envs on its own threads (envs/c/threadpool.h), with the same partition.
     PUFFGPU_OPENMP=0 gives [] without asking (the macOS path, on any OS). Probed by compiling a
     small shared library once per compiler (command and version), cached in the env cache."""
     if os.environ.get("PUFFGPU_OPENMP", "").strip() == "0" or toolchain(cc) == "msvc":
         return []
-    key = _hash_parts(["openmp", *cc, _compiler_version(cc), sys.platform])[:16]
+    key = hash_parts(["openmp", *cc, compiler_version(cc), sys.platform])[:16]
     cache = cache_dir() / f"_openmp_{key}.json"
     try:
         return list(json.loads(cache.read_text(encoding="utf-8"))["flags"])
@@ -263,7 +253,7 @@ def openmp_flags(cc):
         src = Path(tmp) / "probe.c"
         src.write_text(OPENMP_PROBE, encoding="utf-8")
         for flags in _openmp_candidates():
-            cmd = [*cc, "-O1", *_pic_flags(sys.platform), *flags, str(src), *_gnu_link_flags(sys.platform), "-o",
+            cmd = [*cc, "-O1", *pic_flags(sys.platform), *flags, str(src), *link_flags(sys.platform), "-o",
                    str(Path(tmp) / "probe.so")]
             try:
                 res = subprocess.run(cmd, capture_output=True, timeout=120)
@@ -279,12 +269,12 @@ def openmp_flags(cc):
     return found
 
 
-def _pic_flags(target):
+def pic_flags(target):
     """Position-independent code for a shared library: every target but Windows (DLLs need none)."""
     return [] if target == "win32" else ["-fPIC"]
 
 
-def _gnu_link_flags(target):
+def link_flags(target):
     if target == "darwin":  # Python's symbols resolve when the interpreter loads the module
         return ["-shared", "-undefined", "dynamic_lookup"]
     if target == "win32":
@@ -313,7 +303,7 @@ def build_flags(cc, target=None):
     if toolchain(cc) == "msvc":
         return MSVC_FLAGS + user
     omp = openmp_flags(cc) if target == sys.platform else []
-    return OPT_FLAGS + _pic_flags(target) + omp + STRICT_FLAGS + user
+    return OPT_FLAGS + pic_flags(target) + omp + STRICT_FLAGS + user
 
 
 def compile_command(cc, flags, c_file, out, header, py_include, target=None, dep_file=None,
@@ -327,7 +317,7 @@ def compile_command(cc, flags, c_file, out, header, py_include, target=None, dep
     target = target or sys.platform
     header = Path(header)
     # the env's own folder first, so a header beside it wins over ours
-    includes = [header.parent, py_include, ENVS_DIR, *extra_includes]
+    includes = [header.parent, py_include, C_DIR, *extra_includes]
     if toolchain(cc) == "msvc":
         cmd = [*cc, *flags, "/showIncludes", *(f"/I{d}" for d in includes), str(c_file)]
         if not link:
@@ -341,7 +331,7 @@ def compile_command(cc, flags, c_file, out, header, py_include, target=None, dep
     cmd += [*(f"-I{d}" for d in includes), str(c_file), *(str(o) for o in objects)]
     if not link:
         return cmd + ["-c", "-o", str(out)]
-    cmd += [*_gnu_link_flags(target), "-o", str(out)]
+    cmd += [*link_flags(target), "-o", str(out)]
     if target == "win32":
         libdir, name = python_lib or python_link_library()
         return cmd + [f"-L{libdir}", f"-l{name}"]
@@ -370,18 +360,18 @@ def write_module_source(header, modname, c_file, target=None, cdef="", source=""
     may define them."""
     ffi = cffi.FFI()
     ffi.cdef(CDEF + cdef)
-    ffi.set_source(modname, f"#define ENV_HEADER {_c_string(header, target)}\n#include \"vecenv.c\"\n{source}")
+    ffi.set_source(modname, f"#define ENV_HEADER {c_string(header, target)}\n#include \"vecenv.c\"\n{source}")
     with contextlib.redirect_stdout(io.StringIO()):  # cffi prints "generating ..."
         ffi.emit_c_code(str(c_file))
 
 
-def _c_string(path, target=None):
+def c_string(path, target=None):
     if (target or sys.platform) == "win32":  # an #include path: forward slashes work everywhere
         path = str(path).replace("\\", "/")
     return '"' + str(path).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _hash_parts(parts):
+def hash_parts(parts):
     h = hashlib.sha256()
     for part in parts:
         h.update(part if isinstance(part, bytes) else str(part).encode())
@@ -389,15 +379,7 @@ def _hash_parts(parts):
     return h.hexdigest()
 
 
-def _config_key(header, cc, flags, extra=None):
-    """Everything about a build except the contents of the files it reads."""
-    more = [] if extra is None else [extra.cdef, extra.source, *extra.include_dirs, *extra.objects]
-    return _hash_parts([header, *cc, _compiler_version(cc), *flags,
-                        sysconfig.get_config_var("EXT_SUFFIX") or "", sys.version,
-                        cffi.__version__, CDEF, *more])[:16]
-
-
-def _file_digest(path):
+def file_digest(path):
     try:
         return hashlib.sha256(Path(path).read_bytes()).hexdigest()
     except OSError:
@@ -426,23 +408,6 @@ def parse_depfile(text):
     if cur:
         out.append(cur)
     return out
-
-
-def _manifest_path(stem, config_key):
-    return cache_dir() / f"_puf_{stem}_{config_key}.json"
-
-
-def _cached_module(stem, config_key):
-    """The cached .so for this config if every file it was built from is unchanged, else None."""
-    try:
-        manifest = json.loads(_manifest_path(stem, config_key).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    for path, digest in manifest.get("deps", {}).items():
-        if _file_digest(path) != digest:
-            return None
-    so = cache_dir() / manifest.get("module", "")
-    return so if manifest.get("module") and so.is_file() else None
 
 
 # ---- readable build errors ------------------------------------------------------------------
@@ -496,14 +461,14 @@ def explain_build_errors(stderr, limit=MAX_ERROR_LINES):
         name = _raylib_name(msg)
         hint = None
         if name is not None:
-            hint = (f"`{name}` is raylib API that puffgpu's software raylib subset (envs/raylib.h) "
+            hint = (f"`{name}` is raylib API that puffgpu's software raylib subset (envs/c/raylib.h) "
                     f"does not provide (3D, shaders, audio, render textures and image editing are "
                     f"not in it); draw with its 2D calls, or guard the call with "
                     f"`#ifndef PUFFGPU_RAYLIB_SUBSET`")
         elif re.search(r"implicit declaration of function '([A-Z]\w*)'", msg):
             fn = re.search(r"implicit declaration of function '(\w+)'", msg)[1]
             hint = (f"`{fn}` is declared nowhere; if it is a raylib call, it is not in puffgpu's "
-                    f"raylib subset (envs/raylib.h)")
+                    f"raylib subset (envs/c/raylib.h)")
         else:
             for pattern, text in _HINTS:
                 if pattern.search(msg):
@@ -515,69 +480,6 @@ def explain_build_errors(stderr, limit=MAX_ERROR_LINES):
     if len(lines) > start + limit:
         out.append(f"... ({len(lines) - start - limit} more lines of compiler output)")
     return "\n".join(out), lines[first].split(": ")[0]
-
-
-def _compile(header, modname, out_path, cc, flags, extra=None):
-    """Builds the module; returns the files the compiler read (from its -MD output)."""
-    py_include = Path(sysconfig.get_paths()["include"])
-    if not (py_include / "Python.h").is_file():
-        raise RuntimeError(f"building env {header.name} needs the Python C headers, but "
-                           f"{py_include}/Python.h is missing; install them (Debian/Ubuntu: "
-                           f"apt-get install python3-dev)")
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f"{modname}-", dir=out_path.parent) as tmp:
-        c_file = Path(tmp) / f"{modname}.c"
-        write_module_source(header, modname, c_file, cdef=extra.cdef if extra else "",
-                            source=extra.source if extra else "")
-        so_tmp = Path(tmp) / out_path.name
-        dep_file = Path(tmp) / "deps.d"
-        cmd = compile_command(cc, flags, c_file, so_tmp, header, py_include, dep_file=dep_file,
-                              extra_includes=extra.include_dirs if extra else (),
-                              objects=extra.objects if extra else ())
-        try:
-            res = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", errors="replace")
-        except FileNotFoundError:
-            raise RuntimeError(f"no C compiler {cc[0]!r} found to build env {header.name}; "
-                               f"install gcc or clang, or name one with PUFFGPU_CC") from None
-        msvc_deps, msvc_out = parse_show_includes(res.stdout) if toolchain(cc) == "msvc" else ([], "")
-        if res.returncode != 0:
-            shown, where = explain_build_errors(res.stderr + msvc_out)
-            raise EnvBuildError(
-                f"compiling env header {header} failed" + (f" at {where}" if where else "")
-                + f" (exit {res.returncode}); the first errors:\n{shown}\n"
-                f"command: {shlex.join(cmd)}", res.stderr + msvc_out)
-        if dep_file.is_file():
-            deps = parse_depfile(dep_file.read_text(encoding="utf-8", errors="surrogateescape"))
-        else:
-            deps = msvc_deps
-        os.replace(so_tmp, out_path)
-    deps += [str(o) for o in (extra.objects if extra else ())]  # a rebuilt object relinks
-    return [str(Path(d).resolve()) for d in deps if Path(d).resolve() != c_file.resolve()]
-
-
-def _build(header, stem, config_key, cc, flags, extra=None):
-    """Compiles into the cache; the file is named by the contents of everything the compiler
-    read, the module (PyInit_...) by the config, so one compile suffices."""
-    modname = f"_puf_{stem}_{config_key}"
-    ext = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    tmp_path = _ensure_cache() / f"{modname}.{os.getpid()}.building{ext}"
-    try:
-        deps = _compile(header, modname, tmp_path, cc, flags, extra)
-        digests = {d: _file_digest(d) for d in sorted(set(deps) | {str(header)})}
-        content = _hash_parts([config_key, *(f"{p}={d}" for p, d in digests.items())])[:12]
-        out_path = cache_dir() / f"{modname}_{content}{ext}"
-        os.replace(tmp_path, out_path)  # atomic: a concurrent loader sees no file or a whole one
-    finally:
-        tmp_path.unlink(missing_ok=True)
-    atomic_write(_manifest_path(stem, config_key),
-                 json.dumps({"header": str(header), "module": out_path.name, "deps": digests}, indent=1))
-    return out_path
-
-
-def _ensure_cache():
-    d = cache_dir()
-    d.mkdir(parents=True, exist_ok=True)
-    return d
 
 
 def _undefined_symbol_error(header, err):
@@ -617,30 +519,224 @@ class ModuleExtras:
         self.source = source  # C appended after vecenv.c (it may use VecEnv)
 
 
+# ---- the one compile-and-cache path: env modules, server executables, the JS engine's objects ----
+
+def _read_deps(dep_file, stdout, cc):
+    """The files the compiler read: its -MD file (gcc, clang), else MSVC's /showIncludes lines."""
+    if dep_file is not None and Path(dep_file).is_file():
+        return parse_depfile(Path(dep_file).read_text(encoding="utf-8", errors="surrogateescape"))
+    return parse_show_includes(stdout)[0] if toolchain(cc) == "msvc" else []
+
+
+def run_compiler(cmd, what, cc):
+    """Runs one compiler command; a failure is an EnvBuildError with the first errors explained.
+    Returns the completed process."""
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        raise EnvBuildError(f"no C compiler {cc[0]!r} found to build {what}; install gcc or clang, "
+                            f"or name one with PUFFGPU_CC") from None
+    if res.returncode != 0:
+        out = res.stderr + (parse_show_includes(res.stdout)[1] if toolchain(cc) == "msvc" else "")
+        shown, where = explain_build_errors(out)
+        raise EnvBuildError(f"compiling {what} failed" + (f" at {where}" if where else "")
+                            + f" (exit {res.returncode}); the first errors:\n{shown}\ncommand: {shlex.join(cmd)}", out)
+    return res
+
+
+def cached_build(kind, stem, config, compile_into, suffix=""):
+    """Builds one artifact into the cache unless an unchanged one is there; returns (path, manifest).
+
+    kind, stem: its name ("puf" modules, "exe" servers, "obj" engine objects); config: everything
+    about the build but the contents of the files it reads (compiler, version, flags, sources'
+    paths), hashed into the manifest's name. compile_into(tmp_path, name) compiles into tmp_path
+    (name: the artifact's stable name, e.g. a module's PyInit name) and returns (files the compiler
+    read, more manifest fields). The manifest keeps every such file's digest; the artifact's file
+    name adds the hash of those contents, so a build never overwrites a file another process has
+    loaded, and the rename into place is atomic."""
+    key = hash_parts([kind, *config])[:16]
+    name = f"_{kind}_{stem}_{key}"
+    cache = cache_dir()
+    manifest_path = cache / f"{name}.json"
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        out = cache / manifest["output"]
+        if out.is_file() and all(file_digest(d) == h for d, h in manifest["deps"].items()):
+            return out, manifest
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp_path = cache / f"{name}.{os.getpid()}.building{suffix}"
+    try:
+        deps, meta = compile_into(tmp_path, name)
+        digests = {d: file_digest(d) for d in sorted({str(Path(d).resolve()) for d in deps})}
+        content = hash_parts([key, *(f"{d}={h}" for d, h in digests.items())])[:12]
+        out = cache / f"{name}_{content}{suffix}"
+        os.replace(tmp_path, out)  # atomic: a concurrent loader sees no file or a whole one
+    finally:
+        tmp_path.unlink(missing_ok=True)
+    manifest = {**meta, "output": out.name, "deps": digests}
+    atomic_write(manifest_path, json.dumps(manifest, indent=1))
+    return out, manifest
+
+
+def _import_extension(modname, path):
+    loader = importlib.machinery.ExtensionFileLoader(modname, str(path))
+    spec = importlib.util.spec_from_file_location(modname, str(path), loader=loader)
+    module = importlib.util.module_from_spec(spec)  # dlopen: undefined symbols show here
+    loader.exec_module(module)
+    return module
+
+
+def _python_include():
+    py_include = Path(sysconfig.get_paths()["include"])
+    if not (py_include / "Python.h").is_file():
+        raise EnvBuildError(f"building C env modules needs the Python C headers, but {py_include}/Python.h "
+                            f"is missing; install them (Debian/Ubuntu: apt-get install python3-dev)")
+    return py_include
+
+
+def uses_goexplore(header, cc=None, flags=None, extra_includes=()):
+    """Whether `header` includes goexplore.h (directly or through another header): it is
+    preprocessed once, with the include folders of its build."""
+    cc = cc or compiler()
+    flags = flags if flags is not None else build_flags(cc)
+    header = Path(header)
+    with tempfile.TemporaryDirectory(prefix="puffgpu-ge-") as tmp:
+        probe = Path(tmp) / "probe.c"
+        text = f"#include {c_string(header)}\n#ifdef GOEXPLORE_H\npuf_uses_goexplore\n#endif\n"
+        probe.write_text(text, encoding="utf-8")
+        includes = [header.parent, C_DIR, *extra_includes]
+        if toolchain(cc) == "msvc":
+            cmd = [*cc, *flags, *(f"/I{d}" for d in includes), "/E", str(probe)]
+        else:
+            cmd = [*cc, *[f for f in flags if f.startswith(("-D", "-U", "-I", "-std"))], *(f"-I{d}" for d in includes),
+                   "-E", str(probe)]
+        res = run_compiler(cmd, f"env header {header}", cc)
+    return "puf_uses_goexplore" in res.stdout
+
+
+def module_cdef(goexplore, extra=None):
+    """What a header's module declares beyond the vecenv's CDEF: Go-Explore's functions if the
+    header includes goexplore.h, and the extras' own."""
+    return (GOEXPLORE_CDEF if goexplore else "") + (extra.cdef if extra else "")
+
+
 def load_module(header, extra=None):
-    """Builds (if needed) and imports the vecenv module for `header`; returns it (.ffi, .lib).
-    extra: a ModuleExtras (objects to link, include folders, more cdef), or None."""
+    """Builds (if needed) and imports the vecenv module for `header`; returns it (.ffi, .lib, and
+    .goexplore: whether it carries Go-Explore). extra: a ModuleExtras (objects to link, include
+    folders, more cdef), or None."""
     header = Path(header).resolve()
     if not header.is_file():
         raise FileNotFoundError(f"env header {header} does not exist")
-    cc = _compiler()
+    cc = compiler()
     flags = build_flags(cc)
-    stem = "".join(c if c.isalnum() else "_" for c in header.stem)
-    config_key = _config_key(header, cc, flags, extra)
-    key = (header, config_key)
+    more = [] if extra is None else [extra.cdef, extra.source, *extra.include_dirs, *extra.objects]
+    config = [header, *cc, compiler_version(cc), *flags, sysconfig.get_config_var("EXT_SUFFIX") or "",
+              sys.version, cffi.__version__, CDEF, GOEXPLORE_CDEF, *more]
+    key = hash_parts(config)
     if key in _loaded:
         return _loaded[key]
-    out_path = _cached_module(stem, config_key) or _build(header, stem, config_key, cc, flags, extra)
+    ext = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    stem = "".join(c if c.isalnum() else "_" for c in header.stem)
+
+    def compile_into(out, modname):
+        py_include = _python_include()
+        ge = uses_goexplore(header, cc, flags, extra.include_dirs if extra else ())
+        with tempfile.TemporaryDirectory(prefix=f"{modname}-", dir=out.parent) as tmp:
+            c_file = Path(tmp) / f"{modname}.c"
+            write_module_source(header, modname, c_file, cdef=module_cdef(ge, extra),
+                                source=(extra.source if extra else ""))
+            dep_file = Path(tmp) / "deps.d"
+            cmd = compile_command(cc, flags, c_file, out, header, py_include, dep_file=dep_file,
+                                  extra_includes=extra.include_dirs if extra else (),
+                                  objects=extra.objects if extra else ())
+            res = run_compiler(cmd, f"env header {header}", cc)
+            deps = [d for d in _read_deps(dep_file, res.stdout, cc) if Path(d).resolve() != c_file.resolve()]
+        # a rebuilt object relinks
+        return [*deps, str(header), *(extra.objects if extra else ())], {"header": str(header), "goexplore": ge}
+
+    out_path, manifest = cached_build("puf", stem, config, compile_into, ext)
     modname = out_path.name.split(".")[0].rsplit("_", 1)[0]  # drop the content suffix
-    loader = importlib.machinery.ExtensionFileLoader(modname, str(out_path))
-    spec = importlib.util.spec_from_file_location(modname, str(out_path), loader=loader)
     try:
-        module = importlib.util.module_from_spec(spec)  # dlopen: undefined symbols show here
-        loader.exec_module(module)
+        module = _import_extension(modname, out_path)
     except ImportError as err:
         better = _undefined_symbol_error(header, err)
         if better is not None:
             raise better from None
         raise
+    module.goexplore = bool(manifest.get("goexplore"))
     _loaded[key] = module
     return module
+
+
+def load_cffi(stem, cdef, source, includes=(), flags=None):
+    """A small cffi (API mode) module of our own C (the shared-memory client, say), built and
+    cached like the env modules; returns the module."""
+    cc = compiler()
+    flags = [*pic_flags(sys.platform), "-O2", "-Wno-unused-function", *split_command(os.environ.get("PUFFGPU_CFLAGS", ""))] \
+        if flags is None else flags
+    ext = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    config = [stem, *cc, compiler_version(cc), *flags, *includes, ext, sys.version, cffi.__version__, cdef, source]
+    key = hash_parts(config)
+    if key in _loaded:
+        return _loaded[key]
+
+    def compile_into(out, modname):
+        ffi = cffi.FFI()
+        ffi.cdef(cdef)
+        ffi.set_source(modname, source)
+        with tempfile.TemporaryDirectory(prefix=f"{modname}-", dir=out.parent) as tmp:
+            c_file = Path(tmp) / f"{modname}.c"
+            with contextlib.redirect_stdout(io.StringIO()):  # cffi prints "generating ..."
+                ffi.emit_c_code(str(c_file))
+            dep_file = Path(tmp) / "deps.d"
+            cmd = [*cc, *flags, "-MD", "-MF", str(dep_file), *(f"-I{d}" for d in includes),
+                   f"-I{_python_include()}", str(c_file), *link_flags(sys.platform), "-o", str(out)]
+            res = run_compiler(cmd, stem, cc)
+            deps = [d for d in _read_deps(dep_file, res.stdout, cc) if Path(d).resolve() != c_file.resolve()]
+        return deps, {}
+
+    out_path, _ = cached_build("cffi", stem, config, compile_into, ext)
+    module = _import_extension(out_path.name.split(".")[0].rsplit("_", 1)[0], out_path)
+    _loaded[key] = module
+    return module
+
+
+def build_executable(source, name=None, defines=(), includes=(), openmp=False):
+    """Compiles a C program `source` (a game server, or the generic server around an env header)
+    into the cache and returns its path; the C runtime (C_DIR) and the protocol header's folder
+    are on its include path."""
+    source = Path(source).resolve()
+    cc = compiler()
+    flags = [*OPT_FLAGS, *STRICT_FLAGS, *(openmp_flags(cc) if openmp else [])]
+    flags += [f"-D{d}" for d in defines] + [f"-I{i}" for i in (*includes, C_DIR, ENVS_DIR / "shm")]
+    flags += split_command(os.environ.get("PUFFGPU_CFLAGS", ""))
+    stem = "".join(c if c.isalnum() else "_" for c in (name or source.stem))
+
+    def compile_into(out, _name):
+        with tempfile.TemporaryDirectory(prefix=f"{stem}-", dir=out.parent) as tmp:
+            dep_file = Path(tmp) / "deps.d"
+            cmd = [*cc, *flags, "-MD", "-MF", str(dep_file), str(source), "-o", str(out), "-lm"]
+            res = run_compiler(cmd, str(source), cc)
+            return [*_read_deps(dep_file, res.stdout, cc), str(source)], {"source": str(source)}
+
+    return cached_build("exe", stem, [source, *cc, compiler_version(cc), *flags], compile_into)[0]
+
+
+def build_object(source, flags, cc=None, include_dirs=()):
+    """Compiles one C file into an object file in the cache (a library linked into env modules:
+    the JS engine's sources); returns its path."""
+    source = Path(source).resolve()
+    cc = cc or compiler()
+    flags = [*flags, *pic_flags(sys.platform), *(f"-I{d}" for d in include_dirs)]
+    stem = "".join(c if c.isalnum() else "_" for c in source.stem)
+
+    def compile_into(out, _name):
+        with tempfile.TemporaryDirectory(prefix=f"{stem}-", dir=out.parent) as tmp:
+            dep_file = Path(tmp) / "deps.d"
+            cmd = [*cc, *flags, "-MD", "-MF", str(dep_file), "-c", str(source), "-o", str(out)]
+            res = run_compiler(cmd, str(source), cc)
+            return [*_read_deps(dep_file, res.stdout, cc), str(source)], {"source": str(source)}
+
+    return cached_build("obj", stem, [source, *cc, compiler_version(cc), *flags], compile_into, ".o")[0]

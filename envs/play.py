@@ -28,9 +28,10 @@ import time
 
 import numpy as np
 
-from . import vecenv
-from .image import write_gif, write_png
-from .console import safe_console
+from trainer.util.console import safe_console
+from trainer.util.image import write_gif, write_png
+
+from .vec import registry
 
 
 def _platformer_keys(glfw, down, actions):
@@ -98,9 +99,9 @@ def _policy(env, args, rng):
 def play_route(args):
     """Replays a route file (envs/archive.py export) from the real start: to a GIF, or in a window."""
     from .archive import replay_env
-    from .goexplore import read_route, replay
+    from .vec.goexplore import read_route, replay
     route = read_route(args.route)
-    if route["env"] != args.env and not str(args.env).endswith(".h"):
+    if route["env"] != registry.resolve(args.env).name:
         sys.exit(f"{args.route} is a route of {route['env']}, not {args.env}")
     env = replay_env(route)
     res = replay(env, route, frames=True)
@@ -213,7 +214,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m envs.play", description=__doc__.splitlines()[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n".join(__doc__.splitlines()[2:]))
-    p.add_argument("env", nargs="?", help=f"env name ({', '.join(vecenv.list_envs())}), header path or JS game (.js)")
+    p.add_argument("env", nargs="?", help=f"env name ({registry.describe_envs()}), or the path of a header, JS game or server ini")
     who = p.add_mutually_exclusive_group()
     who.add_argument("--scripted", action="store_true", help="the env's rule-based policy plays")
     who.add_argument("--random", action="store_true", help="uniform random actions")
@@ -257,8 +258,8 @@ def main(argv=None):
     if args.env is None:
         p.error("name an env (or pass --replay RECORDING)")
     if args.browser:
-        if not str(args.env).endswith(".js"):
-            p.error("--browser plays JS games (a path ending in .js)")
+        if registry.resolve(args.env).kind != "js":
+            p.error("--browser plays JS games (a name like catcher, or a path ending in .js)")
         from .js.browser import serve
         serve(args.env, port=args.port, seed=args.seed, record=args.record, open_browser=not args.no_open)
         return
@@ -271,7 +272,7 @@ def main(argv=None):
         if not sep:
             p.error(f"--set expects KEY=VALUE, got {item!r}")
         config[key] = value
-    from . import make  # a JS game's path too
+    from .vec.backends import make
     env = make(args.env, 1, config=config, num_threads=1, seed=args.seed)
     if args.fps is None:
         args.fps = (60.0 / env.config["frameskip"] if "frameskip" in env.config

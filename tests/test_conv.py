@@ -9,7 +9,7 @@ from golden.check import assert_close, meta
 from golden.runs import ConvNet as Net, cases, conv_case, conv_net
 from trainer.gpu import GPUError
 from trainer.kernels import GPU_MAX_SERIAL, GPU_MIN_INVOCATIONS, HEAVY_WORK, MAX_LOOP, conv
-from trainer.tune import GpuRule, using
+from trainer.autotune import GpuRule, using
 
 CASES = cases("conv")
 

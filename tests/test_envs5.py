@@ -102,8 +102,8 @@ def test_squares_renders_a_gif(tmp_path):
     assert {(6, 24, 24), (255, 203, 0), (245, 245, 245)} <= colors  # background, GOLD target, text
 
 
-@pytest.mark.parametrize("header", ["envs/platformer/platformer.h", "envs/memory/memory.h",
-                                    "envs/bandit/bandit.h", "tests/envs5/squares/squares.h"])
+@pytest.mark.parametrize("header", ["envs/ocean/platformer/platformer.h", "envs/ocean/memory/memory.h",
+                                    "envs/ocean/bandit/bandit.h", "tests/envs5/squares/squares.h"])
 def test_envs_compile_against_pufferlib_declarations(header):
     """tests/compat restates PufferLib 5.0's pufferenv.h/ini.h and raylib's prototypes; nothing
     of puffgpu's envs/ folder is on the include path."""

@@ -357,7 +357,7 @@ def test_new_envs_are_discovered():
     (envs/<name>/<name>.h), so the picture envs are sanitized with the rest."""
     assert set(PIXEL_ENVS) <= set(envs.list_envs())
     script = (ROOT / "tools" / "sanitize_envs.sh").read_text(encoding="utf-8")
-    assert 'for d in "$root"/envs/*/' in script
+    assert 'for d in "$root"/envs/ocean/*/' in script
 
 
 def test_play_gif_shows_the_agents_picture(tmp_path):

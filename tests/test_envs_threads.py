@@ -1,5 +1,5 @@
 """The envs' CPU threads: OpenMP's where the compiler has it, else the vecenv's own pool
-(envs/threadpool.h; PUFFGPU_OPENMP=0 forces it on any OS, the path a Mac without libomp takes).
+(envs/c/threadpool.h; PUFFGPU_OPENMP=0 forces it on any OS, the path a Mac without libomp takes).
 Same seed -> the same bytes either way. The pool under ThreadSanitizer is
 tests/test_goexplore.py::test_threadsanitizer_stress."""
 import hashlib
@@ -14,7 +14,7 @@ from envs import build
 
 def _has_openmp(monkeypatch):
     monkeypatch.delenv("PUFFGPU_OPENMP", raising=False)
-    return bool(build.openmp_flags(build._compiler()))
+    return bool(build.openmp_flags(build.compiler()))
 
 
 def _rollout(monkeypatch, openmp, name="platformer", agents=256, threads=2, buffers=1, steps=120):
@@ -61,7 +61,7 @@ def test_pool_with_two_buffers_stepped_at_once(monkeypatch):
 def test_openmp_probe_runs_once_per_compiler_and_is_cached(monkeypatch, tmp_path):
     monkeypatch.setenv("PUFFGPU_ENV_CACHE", str(tmp_path))
     monkeypatch.delenv("PUFFGPU_OPENMP", raising=False)
-    cc = build._compiler()
+    cc = build.compiler()
     first = build.openmp_flags(cc)
     assert list(tmp_path.glob("_openmp_*.json"))
 

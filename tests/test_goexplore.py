@@ -1,4 +1,4 @@
-"""Go-Explore (envs/goexplore.h): archive insert/replace/select semantics on a 1-D test env,
+"""Go-Explore (envs/c/goexplore.h): archive insert/replace/select semantics on a 1-D test env,
 routes that replay to their cells exactly on the real platformer, savestate vs replay starts,
 thread counts and ThreadSanitizer, persistence, kill-and-resume, the exported route to the flag,
 and the default platformer left as it was."""
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import envs
-from envs.goexplore import ArchiveError, archive_bytes, archive_path, read_archive, read_route
+from envs.vec.goexplore import ArchiveError, archive_bytes, archive_path, read_archive, read_route
 from golden.check import tolerance
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -280,12 +280,12 @@ SPARSE_KEYS = ["level=1", "progress_reward=0", "frameskip=4", "max_ticks=2400", 
 def test_threadsanitizer_stress(tmp_path):
     """Pthreads stepping disjoint env ranges at once, merges between steps (tests/envs_ge/ge_stress.c)
     under ThreadSanitizer: no race, and the same archive for 1 and 8 threads, and for 2 host threads
-    that each step their range on 3 of the vecenv's own pool threads (envs/threadpool.h, shared)."""
+    that each step their range on 3 of the vecenv's own pool threads (envs/c/threadpool.h, shared)."""
     cc = _cc()
     if cc is None:
         pytest.skip("no C compiler")
     exe = tmp_path / "ge_stress"
-    res = subprocess.run([cc, "-g", "-O1", "-fsanitize=thread", f"-I{ROOT / 'envs'}",
+    res = subprocess.run([cc, "-g", "-O1", "-fsanitize=thread", f"-I{ROOT / 'envs' / 'ocean'}", f"-I{ROOT / 'envs' / 'c'}",
                           '-DENV_HEADER="platformer_sparse/platformer_sparse.h"',
                           str(ROOT / "tests" / "envs_ge" / "ge_stress.c"), "-lm", "-lpthread", "-o", str(exe)],
                          capture_output=True, text=True)
@@ -306,15 +306,15 @@ def test_threadsanitizer_stress(tmp_path):
 
 @pytest.mark.slow
 def test_address_sanitizer_with_many_openmp_threads(tmp_path):
-    """The OpenMP path (envs/vecenv_driver.c) with Go-Explore on, 8 threads, ASan + UBSan, 1% garbage actions."""
+    """The OpenMP path (envs/c/vecenv_driver.c) with Go-Explore on, 8 threads, ASan + UBSan, 1% garbage actions."""
     cc = _cc()
     if cc is None:
         pytest.skip("no C compiler")
     exe = tmp_path / "drv"
     flags = ["-g", "-O1", "-fno-omit-frame-pointer", "-fopenmp", "-fsanitize=address,undefined,float-cast-overflow",
              "-fno-sanitize-recover=all"]
-    res = subprocess.run([cc, *flags, f"-I{ROOT / 'envs'}", '-DENV_HEADER="platformer_sparse/platformer_sparse.h"',
-                          str(ROOT / "envs" / "vecenv_driver.c"), "-lm", "-o", str(exe)], capture_output=True, text=True)
+    res = subprocess.run([cc, *flags, f"-I{ROOT / 'envs' / 'ocean'}", f"-I{ROOT / 'envs' / 'c'}", '-DENV_HEADER="platformer_sparse/platformer_sparse.h"',
+                          str(ROOT / "envs" / "c" / "vecenv_driver.c"), "-lm", "-o", str(exe)], capture_output=True, text=True)
     if res.returncode != 0:
         pytest.skip(f"{cc} cannot build with the sanitizers: {res.stderr[-300:]}")
     run = subprocess.run([str(exe), "--agents", "64", "--steps", "600", "--threads", "8", "--garbage", *SPARSE_KEYS],

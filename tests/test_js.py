@@ -29,9 +29,9 @@ def _default_cache_root():
 os.environ.setdefault("PUFFGPU_QUICKJS_DIR", str(_default_cache_root() / "quickjs"))
 
 import envs  # noqa: E402
-from envs.js.jsenv import JsGameError, parse_actions  # noqa: E402
+from envs.vec.jsvec import JsGameError, parse_actions  # noqa: E402
 
-GAMES = ROOT / "envs" / "games"
+GAMES = ROOT / "envs" / "ocean"
 
 # A probe game: its score encodes the key state of each frame, lives count frames since
 # resetGame, and it records setup/resetGame/keyPressed calls.
@@ -201,7 +201,7 @@ def frame_hashes(path, seed, actions, agents=4, threads=1):
 
 
 def test_same_seed_and_actions_give_identical_frames():
-    path = str(GAMES / "breakout" / "breakout.js")
+    path = str(GAMES / "breakout_js" / "breakout_js.js")
     rng = np.random.default_rng(0)
     actions = [rng.integers(0, 4, (8, 1)).astype(np.float32) for _ in range(300)]
     a = frame_hashes(path, 7, actions, agents=8)
@@ -342,7 +342,7 @@ def test_trainer_config_reads_the_js_section(tmp_path):
     assert env.picture == (64, 48, 3) and env.config["max_steps"] == 500
 
 
-@pytest.mark.parametrize("name", ["catcher", "breakout", "flappy"])
+@pytest.mark.parametrize("name", ["catcher", "breakout_js", "flappy"])
 def test_shipped_games_step(name):
     env = envs.make(str(GAMES / name / f"{name}.js"), 8, num_threads=1)
     env.reset()
@@ -362,7 +362,7 @@ def _chromium():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["breakout", "flappy", "kitchen"])
+@pytest.mark.parametrize("name", ["breakout_js", "flappy", "kitchen"])
 def test_browser_page_plays_and_the_c_env_replays(tmp_path, name):
     """Headless Chromium plays a scripted episode in the page (the same p5 prelude, the JS
     rasterizer), saves a screenshot and posts the recording; the C env replays it to the same

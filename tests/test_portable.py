@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from envs import build
-from envs.console import safe_console
+from trainer.util.cache import cache_root
+from trainer.util.console import safe_console
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,7 +44,7 @@ def test_training_under_an_ascii_locale_with_stdout_piped(tmp_path):
 
 
 def test_safe_console_replaces_what_the_stream_cannot_encode(tmp_path):
-    code = ("import sys; from envs.console import safe_console; safe_console(); "
+    code = ("import sys; from trainer.util.console import safe_console; safe_console(); "
             r"print('a \u2192 b \u00d7 c'); print('\u2265', file=sys.stderr)")
     res = subprocess.run([sys.executable, "-c", code], env=_ascii_env(), capture_output=True, timeout=60)
     assert res.returncode == 0, res.stderr
@@ -62,18 +63,18 @@ def test_cache_root_per_os(monkeypatch, tmp_path):
     monkeypatch.setattr(Path, "home", classmethod(lambda cls: tmp_path))
     monkeypatch.setattr(sys, "platform", "linux")
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
-    assert build.cache_root() == tmp_path / ".cache" / "puffgpu"
+    assert cache_root() == tmp_path / ".cache" / "puffgpu"
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert build.cache_root() == tmp_path / "xdg" / "puffgpu"
+    assert cache_root() == tmp_path / "xdg" / "puffgpu"
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/ignored")
-    assert build.cache_root() == tmp_path / ".cache" / "puffgpu"
+    assert cache_root() == tmp_path / ".cache" / "puffgpu"
     monkeypatch.setattr(sys, "platform", "darwin")
-    assert build.cache_root() == tmp_path / "Library" / "Caches" / "puffgpu"
+    assert cache_root() == tmp_path / "Library" / "Caches" / "puffgpu"
     monkeypatch.setattr(sys, "platform", "win32")
     monkeypatch.setenv("LOCALAPPDATA", str(tmp_path / "AppData" / "Local"))
-    assert build.cache_root() == tmp_path / "AppData" / "Local" / "puffgpu"
+    assert cache_root() == tmp_path / "AppData" / "Local" / "puffgpu"
     monkeypatch.setenv("PUFFGPU_CACHE", str(tmp_path / "mine"))  # still wins on every OS
-    assert build.cache_root() == tmp_path / "mine"
+    assert cache_root() == tmp_path / "mine"
     assert build.cache_dir() == tmp_path / "mine" / "envs"
 
 

@@ -17,8 +17,9 @@ import pytest
 
 import envs
 from envs import shm
-from envs import shmvec
-from envs.shmvec import ServerError, ShmVecEnv
+from envs.build import build_executable
+from envs.vec import shmvec
+from envs.vec.shmvec import ServerError, ShmVecEnv
 
 ROOT = Path(__file__).resolve().parent.parent
 CRASHY = ROOT / "tests" / "shm" / "crashy" / "crashy.h"
@@ -177,7 +178,7 @@ def test_the_arena_server_compiles_as_c_and_cpp(cc, flags, tmp_path):
     if shutil.which(cc) is None:
         pytest.skip(f"no {cc}")
     r = subprocess.run([cc, *flags, "-O1", "-Wall", "-Wextra", "-Werror", *(["-x", "c++"] if cc == "g++" else []),
-                        str(ROOT / "envs" / "arena" / "arena_server.c"), "-lm", "-o", str(tmp_path / "a")],
+                        f"-I{shm.SHM_DIR}", str(ROOT / "envs" / "ocean" / "arena" / "arena_server.c"), "-lm", "-o", str(tmp_path / "a")],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
 
@@ -319,7 +320,7 @@ def test_a_server_that_cannot_start_shows_its_output(tmp_path):
 
 
 def test_attach_to_servers_someone_else_started(tmp_path):
-    exe = shm.build_executable(ROOT / "envs" / "arena" / "arena_server.c")
+    exe = build_executable(ROOT / "envs" / "ocean" / "arena" / "arena_server.c")
     names = [f"/puf-attach-{os.getpid()}-{i}" for i in range(2)]
     procs = [subprocess.Popen([str(exe), "--agents", "8", "--shm", n, "--max-steps", "4"]) for n in names]
     try:

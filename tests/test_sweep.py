@@ -1,4 +1,4 @@
-"""Sweeps: the [sweep] config reader, and a real tiny sweep on Ray Tune (envs/memory/sweep.ini: 3
+"""Sweeps: the [sweep] config reader, and a real tiny sweep on Ray Tune (envs/ocean/memory/sweep.ini: 3
 trials of memory's learning rate over [1e-6, 1], a range whose low end cannot learn in the budget),
 interrupted with Ctrl-C during its second trial and resumed by running the same command again."""
 import json
@@ -65,7 +65,7 @@ def _epochs(log: Path):
 @pytest.mark.slow
 def test_tiny_sweep_on_memory_resumes_after_ctrl_c(tmp_path):
     logs, ck = tmp_path / "logs", tmp_path / "ck"
-    cmd = [sys.executable, "-m", "trainer.sweep", "--env", "memory", "--config", "envs/memory/sweep.ini",
+    cmd = [sys.executable, "-m", "trainer.sweep", "--env", "memory", "--config", "envs/ocean/memory/sweep.ini",
            "--base.log_dir", str(logs), "--base.checkpoint_dir", str(ck)]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     # Ctrl-C during the second trial, once it has saved its epoch-20 checkpoint (one every 20 epochs)

@@ -1,7 +1,7 @@
 """Env-only throughput: agent steps per second of the C vecenv, with 1 thread and with all.
 
     python tools/bench_env.py --env platformer [--agents 1024] [--seconds 2]
-    python tools/bench_env.py --env envs/games/catcher/catcher.js     # a JS game, with the split
+    python tools/bench_env.py --env envs/ocean/catcher/catcher.js     # a JS game, with the split
     python tools/bench_env.py --shm [--env platformer] [--rounds 3]   # envs in other processes
 
 --shm measures, side by side in one run: the env in-process vs isolated in server processes
@@ -32,8 +32,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import envs  # noqa: E402
-from envs.console import safe_console  # noqa: E402
-from envs.vecenv import usable_cpus  # noqa: E402
+from trainer.util.console import safe_console  # noqa: E402
+from envs.vec.cvec import usable_cpus  # noqa: E402
 
 
 def steps_per_second(name, agents, threads, seconds, config, with_env=False, cpu=False):
@@ -148,7 +148,7 @@ def shm_benchmarks(args):
 def main():
     safe_console()  # a console or pipe that cannot encode a character gets '?'
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--env", default=None, help=f"env name ({', '.join(envs.list_envs())}) or header path")
+    p.add_argument("--env", default=None, help=f"env name ({envs.describe_envs()}), or the path of a C header, JS game or server ini")
     p.add_argument("--shm", action="store_true", help="in-process vs isolated servers, a DDNet-shaped server "
                    "benchmark and the wait mechanisms' round trips (see above)")
     p.add_argument("--rounds", type=int, default=5, help="--shm: alternating rounds of in-process vs isolate")
@@ -174,12 +174,11 @@ def main():
     print(f"{args.env}: {agents} agents, {used} threads ({kind}): {all_rate:,.0f} steps/s "
           f"({all_rate / one:.2f}x one thread)")
     name = Path(args.env).stem
-    if str(args.env).endswith(".js"):  # CPU time: the split should not depend on the machine's load
+    if envs.resolve(args.env).kind == "js":  # CPU time: the split should not depend on the machine's load
         total, _, _ = steps_per_second(args.env, agents, 1, args.seconds, None, cpu=True)
         logic, _, _ = steps_per_second(args.env, agents, 1, args.seconds, {"rasterize": 0}, cpu=True)
         total_us, logic_us = 1e6 / total, 1e6 / logic
-        from envs.js.jsenv import js_config
-        fs = int(js_config(args.env)["frameskip"])  # a step draws fs frames
+        fs = int(envs.env_config(args.env)["frameskip"])  # a step draws fs frames
         print(f"{name}: one thread, per CPU second {total:,.0f} steps/s: {total_us:.1f} us/step = game logic (JS) "
               f"{logic_us:.1f} us + rasterizing {max(total_us - logic_us, 0.0):.1f} us"
               + (f"; frameskip {fs}: {total * fs:,.0f} frames/s, {total_us / fs:.1f} us/frame" if fs > 1 else ""))

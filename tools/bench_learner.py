@@ -6,7 +6,7 @@ Default config: minibatch 8192 = 128 rows × 64 steps, H=128, L=4, D=413, heads 
 dispatches per minibatch, the CPU time to encode one minibatch's plan, the GPU time per minibatch
 (wall time of submits waited on by mapping a buffer: the GPU-side time on a dedicated device, all of
 it on lavapipe), the achieved GFLOP/s and its fraction of the tuned matmul's GFLOP/s measured here.
-Kernel variants come from the tuner (trainer/tune.py; pin them with PUFFGPU_KERNELS, e.g. matmul=sg8).
+Kernel variants come from the tuner (trainer/autotune.py; pin them with PUFFGPU_KERNELS, e.g. matmul=sg8).
 """
 import argparse
 import time
@@ -17,10 +17,10 @@ from bench_kernels import bench_matmul  # tools/ is on sys.path when run as a sc
 from trainer.gpu import get_gpu
 from trainer.kernels import pack_transitions
 from trainer.learner import Learner
-from trainer.tune import attach
+from trainer.autotune import attach
 from trainer.policy import Policy, Rollout
 from trainer.spec import PolicySpec
-from envs.console import safe_console
+from trainer.util.console import safe_console
 
 
 def matmul_gflops(gpu, reps=10):

@@ -14,10 +14,10 @@ import numpy as np
 
 from trainer.gpu import get_gpu
 from trainer.kernels import TR_WIDTH
-from trainer.tune import attach
+from trainer.autotune import attach
 from trainer.policy import Activations, Policy, Rollout, RolloutStep, policy_backward, policy_forward
 from trainer.spec import PolicySpec
-from envs.console import safe_console
+from trainer.util.console import safe_console
 
 
 def best_of(fn, n=3):

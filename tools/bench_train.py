@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import envs  # noqa: E402
 from trainer import config  # noqa: E402
 from trainer.run import train  # noqa: E402
-from envs.console import safe_console  # noqa: E402
+from trainer.util.console import safe_console  # noqa: E402
 
 
 def env_cost_us(env_name, cfg, agents=64, steps=100):

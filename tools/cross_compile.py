@@ -41,7 +41,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import envs  # noqa: E402
 from envs import build  # noqa: E402
-from envs.console import safe_console  # noqa: E402
+from trainer.util.console import safe_console  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MINGW = "x86_64-w64-mingw32-gcc"
@@ -92,7 +92,7 @@ WINDOWS_PYCONFIG = """\
 
 def env_headers():
     """Every built-in env header and every env of the test folders (a folder holding <name>.h)."""
-    return envs.env_headers(ROOT / "envs", *sorted(ROOT.glob("tests/envs*")))
+    return envs.env_headers(ROOT / "envs" / "ocean", *sorted(ROOT.glob("tests/envs*")))
 
 
 def host_pyconfig():
@@ -173,7 +173,8 @@ def module_source(tmp: Path, header: Path, tgt) -> Path:
     work = tmp / label / header.stem
     work.mkdir(parents=True)
     c_file = work / f"_puf_{header.stem}_cross.c"
-    build.write_module_source(header, c_file.stem, c_file, target=plat)
+    ge = build.uses_goexplore(header)  # the same module envs/build.py would write: Go-Explore's functions only where used
+    build.write_module_source(header, c_file.stem, c_file, target=plat, cdef=build.module_cdef(ge))
     return c_file
 
 

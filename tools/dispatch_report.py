@@ -22,8 +22,8 @@ from trainer.kernels import GPU_MAX_SERIAL, GPU_MIN_INVOCATIONS, HEAVY_WORK  # n
 from trainer.learner import Learner  # noqa: E402
 from trainer.policy import Policy, Rollout, RolloutStep  # noqa: E402
 from trainer.spec import PolicySpec  # noqa: E402
-from trainer.tune import GpuRule, attach, using  # noqa: E402
-from envs.console import safe_console  # noqa: E402
+from trainer.autotune import GpuRule, attach, using  # noqa: E402
+from trainer.util.console import safe_console  # noqa: E402
 
 HEAVY_DEFINITION = (f"heavy = work >= {HEAVY_WORK:,} operations (multiply-adds of a matmul; state updates "
                     f"or elements read/written by the other kernels); a heavy dispatch is flagged with fewer than "

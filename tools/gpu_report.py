@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tools")]  # trainer and golden (the checkout), bench_kernels
 
 import numpy as np  # noqa: E402
-from envs.console import safe_console  # noqa: E402
+from trainer.util.console import safe_console  # noqa: E402
 
 RELEVANT_FEATURES = ("subgroup", "timestamp-query", "shader-f16")
 
@@ -98,7 +98,7 @@ def report_limits(gpu):
 def report_goldens(gpu, verbose: bool):
     """Every variant on every golden case; kernels the goldens leave to the tuner (policy, learner) use
     each family's static default here: nothing is timed or written to the user's cache."""
-    from trainer.tune import using
+    from trainer.autotune import using
     with using(gpu, None):  # no chooser: each family's static default, nothing timed or cached
         return _report_goldens(gpu, verbose)
 
@@ -170,7 +170,7 @@ def _report_goldens(gpu, verbose: bool):
 
 def report_tuner(gpu):
     from dispatch_report import default_setup
-    from trainer.tune import attach
+    from trainer.autotune import attach
     tuner = attach(gpu)
     t = time.perf_counter()
     setup = default_setup(gpu)

@@ -6,15 +6,19 @@ Reads every module of trainer/, envs/, golden/ and tools/ with `ast` (nothing is
 counts imports inside functions too. The layers, bottom to top, and what each may import from
 the project:
 
-    pure      trainer.spec, trainer.metrics, envs.*, trainer.config, trainer.checkpoint
-              (but envs.viewer and envs.play, programs that open a window, are top)
-    runtime   trainer.gpu                       (nothing from trainer)
+    util      trainer.util.*                    (nothing: atomic writes, ini, console, images, cache folder)
+    build     envs.build                        (util: the one compile-and-cache path for all C)
+    env parts envs.shm (the protocol), envs.js (the JS engine)   (build, util)
+    env runtime  envs.vec.* (registry, interface, backends, Go-Explore), the envs package  (env parts, ...)
+    pure      trainer.spec, trainer.metrics, trainer.config, trainer.checkpoint  (the env runtime, ...)
+    runtime   trainer.gpu                       (nothing from trainer above util)
     kernels   trainer.kernels.*                 (runtime, pure)
     model     trainer.policy, trainer.learner   (kernels, runtime, pure)
-    tuner     trainer.tune                      (kernels, runtime, pure)
-    top       trainer.run, eval, sweep, loggers, dashboard; golden.*, tools.*
+    tuner     trainer.autotune                  (kernels, runtime, pure)
+    top       trainer.run, eval, sweep, loggers, dashboard; envs.play, envs.viewer, envs.archive,
+              envs.js.browser (programs); golden.*, tools.*
 
-A module may import its own layer or those below, never above; the pure layer never loads wgpu.
+A module may import its own layer or those below, never above; nothing at or below pure loads wgpu.
 """
 from __future__ import annotations
 
@@ -25,11 +29,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("trainer", "envs", "golden", "tools")
 LAYERS = {  # module (or package prefix) -> layer number
-    "trainer.spec": 0, "trainer.metrics": 0, "envs": 0, "trainer.config": 0, "trainer.checkpoint": 0,
-    "trainer.gpu": 1, "trainer.kernels": 2, "trainer.policy": 3, "trainer.learner": 3, "trainer.tune": 4,
-    "envs.viewer": 5, "envs.play": 5,  # programs that open a window (wgpu draws it), not library code
+    "trainer.util": 0, "envs.build": 1, "envs.shm": 2, "envs.js": 2, "envs": 3, "envs.vec": 3,
+    "trainer.spec": 4, "trainer.metrics": 4, "trainer.config": 4, "trainer.checkpoint": 4,
+    "trainer.gpu": 5, "trainer.kernels": 6, "trainer.policy": 7, "trainer.learner": 7, "trainer.autotune": 8,
+    # programs (wgpu draws the viewer's window; the browser page serves a game), not library code
+    "envs.viewer": 9, "envs.play": 9, "envs.archive": 9, "envs.js.browser": 9,
 }
-TOP = 5
+TOP = 9
+PURE = 4  # this layer and those below never load wgpu
 
 
 def module_name(path: Path) -> str:
@@ -120,7 +127,7 @@ def main() -> int:
                 problems.append(f"{name} (layer {layer(name)}) imports {d} (layer {layer(d)}), a layer above it")
     # what each pure module pulls in, transitively: never wgpu
     for name in known:
-        if layer(name) != 0:
+        if layer(name) > PURE:
             continue
         seen, todo = set(), [name]
         while todo:

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Builds envs/vecenv_driver.c around each env header with AddressSanitizer and
+# Builds envs/c/vecenv_driver.c around each env header with AddressSanitizer and
 # UndefinedBehaviorSanitizer and steps it with random actions (1% garbage: NaN, inf, out of
 # range), reading the [env] keys from the env's .ini.
 #
-#   tools/sanitize_envs.sh                  # every env: each folder envs/<name>/ holding <name>.h
+#   tools/sanitize_envs.sh                  # every env: each folder envs/ocean/<name>/ holding <name>.h
 #   tools/sanitize_envs.sh platformer       # one env
 #   tools/sanitize_envs.sh path/to/my_env.h # any env header (its .ini beside it)
 #   AGENTS=16 STEPS=10000 THREADS=2 tools/sanitize_envs.sh
@@ -36,7 +36,7 @@ if ! ASAN_OPTIONS=detect_leaks=1 "$out/probe" 2> "$out/probe.err"; then
 fi
 
 if [ $# -gt 0 ]; then names=("$@"); else
-    names=(); for d in "$root"/envs/*/; do n="$(basename "$d")"; [ -f "$d/$n.h" ] && names+=("$n"); done
+    names=(); for d in "$root"/envs/ocean/*/; do n="$(basename "$d")"; [ -f "$d/$n.h" ] && names+=("$n"); done
 fi
 export ASAN_OPTIONS="detect_leaks=$leaks:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1"
 for name in "${names[@]}"; do
@@ -45,8 +45,8 @@ for name in "${names[@]}"; do
         name="$(basename "$name" .h)"
         ini="${header%.h}.ini"
     else
-        header="$root/envs/$name/$name.h"
-        ini="$root/envs/$name/$name.ini"
+        header="$root/envs/ocean/$name/$name.h"
+        ini="$root/envs/ocean/$name/$name.ini"
     fi
     # key = value lines of the [env] section, comments stripped, _ digit separators removed
     mapfile -t kv < <([ -f "$ini" ] && awk '
@@ -54,8 +54,8 @@ for name in "${names[@]}"; do
         in_env { sub(/[;#].*/, ""); gsub(/[[:space:]]/, ""); i = index($0, "=")
                  if (i) { v = substr($0, i + 1); gsub(/_/, "", v); print substr($0, 1, i) v } }' "$ini" || true)
     bin="$out/$name"
-    "$cc" "${flags[@]}" -I"$(dirname "$header")" -I"$root/envs" -DENV_HEADER="\"$header\"" \
-        "$root/envs/vecenv_driver.c" -lm -o "$bin"
+    "$cc" "${flags[@]}" -I"$(dirname "$header")" -I"$root/envs/c" -DENV_HEADER="\"$header\"" \
+        "$root/envs/c/vecenv_driver.c" -lm -o "$bin"
     echo "== $name: $agents agents x $steps steps, $threads threads, [env] ${kv[*]:-}"
     "$bin" --agents "$agents" --steps "$steps" --threads "$threads" --garbage "${kv[@]}"
 done

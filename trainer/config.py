@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import envs
-from envs.ini import IniError, parse_value, read_ini_described, unquote
+from trainer.util.ini import IniError, parse_value, read_ini_described, unquote
 
 
 DEFAULT_INI = Path(__file__).resolve().parent / "default.ini"
@@ -127,10 +127,9 @@ def load(env_name: str, flags: dict[str, str] | None = None, warn=None) -> tuple
     warning on stderr)."""
     cfg, desc = read_described_ini(DEFAULT_INI)
     cfg = {s: kv for s, kv in cfg.items() if not is_sweep_section(s)}
-    ini = envs.env_ini_path(env_name)
-    if str(env_name).endswith(".js"):  # a JS game's env keys have defaults without an ini
-        from envs.js.jsenv import JS_DEFAULTS
-        cfg["env"].update(JS_DEFAULTS)
+    source = envs.resolve(env_name)
+    ini = source.ini
+    cfg["env"].update(source.kind_defaults)  # a JS game's keys have defaults without an ini
     ignored = []
     if ini.is_file():
         env_values, env_desc = read_described_ini(ini)
@@ -138,7 +137,7 @@ def load(env_name: str, flags: dict[str, str] | None = None, warn=None) -> tuple
         for section, kv in env_values.items():
             if is_sweep_section(section):
                 continue
-            if section not in cfg and not (section == "js" and str(env_name).endswith(".js")):
+            if section not in cfg and section not in source.ini_sections:
                 if section in UPSTREAM_KEYS:
                     ignored += [f"[{section}] {k}" for k in kv] or [f"[{section}]"]
                     continue
@@ -147,8 +146,8 @@ def load(env_name: str, flags: dict[str, str] | None = None, warn=None) -> tuple
                                   f"[sweep*], which puffgpu skips)")
             for key, value in kv.items():
                 # the env's own keys are defined by its ini; a JS game's [js] section holds its
-                # env keys too (picture size, action table, max_steps: envs/js/jsenv.py)
-                if section == "env" or (section == "js" and str(env_name).endswith(".js")):
+                # env keys too (picture size, action table, max_steps: envs/vec/jsvec.py)
+                if section in source.ini_sections:
                     cfg["env"][key] = value
                     continue
                 if key not in cfg[section]:

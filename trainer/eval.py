@@ -28,16 +28,16 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import numpy as np  # noqa: E402
 
 import envs  # noqa: E402
-from envs.image import write_gif  # noqa: E402
-from envs.vecenv import PICTURE_KEYS  # noqa: E402
+from trainer.util.image import write_gif  # noqa: E402
+from envs.vec.interface import PICTURE_KEYS  # noqa: E402
 
 from . import checkpoint as ckpt  # noqa: E402
 from . import config as config_mod  # noqa: E402
 from .gpu import GPUError, get_gpu  # noqa: E402
 from .policy import Policy, Rollout, RolloutStep  # noqa: E402
 from .spec import PolicySpec  # noqa: E402
-from .tune import attach  # noqa: E402
-from envs.console import safe_console  # noqa: E402
+from .autotune import attach  # noqa: E402
+from trainer.util.console import safe_console  # noqa: E402
 
 
 class Evaluator:
@@ -132,7 +132,7 @@ class RandomActions:
 def main(argv=None) -> int:
     safe_console()  # a console or pipe that cannot encode a character gets '?'
     ap = argparse.ArgumentParser(prog="python -m trainer.eval", description=__doc__.split("\n")[0])
-    ap.add_argument("--env", required=True, help=f"env name ({', '.join(envs.list_envs())}) or header path")
+    ap.add_argument("--env", required=True, help=f"env name ({envs.describe_envs()}), or the path of a C header, JS game or server ini")
     ap.add_argument("checkpoint", nargs="?", default="latest", help="latest (default) or a .bin path")
     ap.add_argument("--headless", action="store_true", help="no window: print perf over --episodes episodes")
     ap.add_argument("--episodes", type=int, default=1000, help="episodes to measure with --headless (default 1000)")

@@ -703,7 +703,7 @@ class GPU:
         self._files: dict[str, ShaderFile] = {}
         self._scratch: list[Buffer] = []
         # Which variant a launcher uses when its caller names none (trainer/kernels): None = each kernel
-        # family's static default; trainer.tune.attach(gpu) installs the tuner here. The runtime never
+        # family's static default; trainer.autotune.attach(gpu) installs the tuner here. The runtime never
         # imports the tuner: choosing is policy, and it lives above the runtime.
         self.chooser = None
         self._modules: dict[str, object] = {}

@@ -31,7 +31,7 @@ from typing import NamedTuple
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import envs  # noqa: E402
-from envs.console import safe_console  # noqa: E402
+from trainer.util.console import safe_console  # noqa: E402
 
 from . import checkpoint as ckpt  # noqa: E402
 from . import config as config_mod  # noqa: E402
@@ -173,7 +173,7 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
     from .gpu import GL_NOTE, get_gpu, is_gl
     from .learner import Learner, LearnerConfig, cosine_lr
     from .policy import Policy, Rollout, RolloutStep
-    from .tune import attach
+    from .autotune import attach
     base, vec, t = cfg["base"], cfg["vec"], cfg["train"]
     loggers_mod.check(cfg)  # a requested logger that is not installed fails before any work
     gpu = get_gpu(adapter, quiet=True)
@@ -199,7 +199,7 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
         r0, r1 = env.buffer_rows(b)
         infers.append(RolloutStep(policy, rollout, seed=buffer_seed(base["seed"], b), row0=r0, rows=r1 - r0))
     learner = Learner(policy, rollout, t["minibatch_size"], LearnerConfig.from_dict(t), t["replay_ratio"])
-    print(tuner.summary(), flush=True)  # kernel variants: what was chosen, tuning time (trainer/tune.py)
+    print(tuner.summary(), flush=True)  # kernel variants: what was chosen, tuning time (trainer/autotune.py)
     epochs = t["total_timesteps"] // (N * T)
 
     # resume: the weights always; the momentum and the run's counters when it is a puffgpu checkpoint
@@ -314,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(prog="python -m trainer.run", add_help=False,
                                  description="Train a PufferLib 5.0 policy with WGSL kernels on any GPU.")
-    ap.add_argument("--env", default=None, help=f"env name ({', '.join(envs.list_envs())}) or path to an env header")
+    ap.add_argument("--env", default=None, help=f"env name ({envs.describe_envs()}), or the path of a C header, JS game or server ini")
     ap.add_argument("--adapter", default=None, help="GPU adapter name/backend substring (default: best GPU; "
                     "env PUFFGPU_ADAPTER)")
     ap.add_argument("--plain", action="store_true", help="one log line per epoch instead of the live dashboard")
@@ -327,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
                     "else the static default (env PUFFGPU_TUNE=0)")
     ap.add_argument("-h", "--help", action="store_true", help="show every config key and exit")
     args, rest = ap.parse_known_args(argv)
-    if args.kernels is not None:  # read by the tuner (trainer/tune.py) when the GPU is first used
+    if args.kernels is not None:  # read by the tuner (trainer/autotune.py) when the GPU is first used
         os.environ["PUFFGPU_KERNELS"] = args.kernels
     if args.retune:
         os.environ["PUFFGPU_RETUNE"] = "1"

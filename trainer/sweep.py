@@ -40,12 +40,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from envs.atomic import atomic_write
+from trainer.util.atomic import atomic_write
 
 from . import config as config_mod
 from .metrics import LOSSES, RUN
 from .dashboard import fmt_time
-from envs.console import safe_console
+from trainer.util.console import safe_console
 
 DISTRIBUTIONS = ("uniform", "int_uniform", "uniform_pow2", "log_normal", "logit_normal")
 METHODS = ("tpe", "random")

@@ -1,1 +1,1 @@
-"""JavaScript games (p5.js style) as envs: see envs/js/jsenv.py."""
+"""JavaScript games (p5.js style) as envs: see envs/vec/jsvec.py."""

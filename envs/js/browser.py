@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import jsenv
+from ..vec import jsvec
 
 WEB = Path(__file__).resolve().parent / "web"
 FORMAT = "puffgpu-js-recording"
@@ -28,8 +28,8 @@ FORMAT = "puffgpu-js-recording"
 
 def page_config(game, seed=0, script=None, config=None):
     """What the page needs: the env's picture size, action table and max_steps, the seed."""
-    path = jsenv.game_path(game)
-    c = jsenv.JsEnv._merge_config(str(path), config)
+    path = jsvec.game_path(game)
+    c = jsvec.JsEnv._merge_config(str(path), config)
     if c["picture_channels"] != 3:
         c["picture_channels"] = 3  # the page shows color; the replay compares RGB frames
     return {"game": path.name, "game_path": str(path), "game_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
@@ -46,7 +46,7 @@ def serve(game, port=8765, seed=0, record=None, script=None, open_browser=True, 
     record = Path(record) if record else Path.cwd() / f"{game_file.stem}-{time.strftime('%Y%m%d-%H%M%S')}.recording.json"
     saved = {"path": None}
     files = {"/": WEB / "index.html", "/index.html": WEB / "index.html", "/raster.js": WEB / "raster.js",
-             "/page.js": WEB / "page.js", "/p5.js": jsenv.PRELUDE, "/game.js": game_file}
+             "/page.js": WEB / "page.js", "/p5.js": jsvec.PRELUDE, "/game.js": game_file}
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def log_message(self, fmt, *args):
@@ -111,12 +111,12 @@ def replay(recording, game=None):
     """Steps the C env through a recording's actions from its seed. Returns a dict: steps, score
     and frame_sha256 reached, the recorded ones, and match (True when both agree)."""
     rec = read_recording(recording) if not isinstance(recording, dict) else recording
-    path = jsenv.game_path(game or rec["game_path"])
+    path = jsvec.game_path(game or rec["game_path"])
     notes = []
     if hashlib.sha256(path.read_bytes()).hexdigest() != rec.get("game_sha256"):
         notes.append(f"{path} differs from the file that was played")
     h, w, _ = rec["picture"]
-    env = jsenv.JsEnv(str(path), 1, config={"picture_width": w, "picture_height": h, "picture_channels": 3,
+    env = jsvec.JsEnv(str(path), 1, config={"picture_width": w, "picture_height": h, "picture_channels": 3,
                                             "actions": rec["actions_table"], "max_steps": max(rec["max_steps"], 1),
                                             "frameskip": 1},
                       num_threads=1)

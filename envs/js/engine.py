@@ -6,7 +6,7 @@ upstream-quickjs/). Nothing of the engine is kept in this repository.
 
 The sdist is pinned by version and sha256, fetched with `pip download` into engine_dir()
 ($PUFFGPU_QUICKJS_DIR, else <cache_root()>/quickjs/), checked, unpacked, and its four C files compiled with the env
-compiler; the objects are cached per compiler and flags. Without network access, put the file
+compiler; the objects are cached per compiler and flags (envs/build.py). Without network access, put the file
 there yourself (the error says where), or point PUFFGPU_QUICKJS_SDIST at it.
 """
 
@@ -19,7 +19,9 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from ..build import _compiler, _compiler_version, _hash_parts, _pic_flags, cache_root, toolchain
+from trainer.util.cache import cache_root
+
+from ..build import build_object, compiler, toolchain
 
 VERSION = "0.17.0.2"
 SDIST = f"quickjs_ng-{VERSION}.tar.gz"
@@ -115,26 +117,9 @@ def source_dir():
 def engine_objects(cc=None):
     """(object files, include folder) of the engine compiled with `cc` (default: the env
     compiler), compiled on first use into the cache."""
-    cc = cc or _compiler()
+    cc = cc or compiler()
     if toolchain(cc) == "msvc":
         raise EngineError("JS envs need gcc or clang (the QuickJS-ng objects are not built with MSVC here); "
                           "set PUFFGPU_CC to gcc or clang")
     src = source_dir()
-    flags = FLAGS + _pic_flags(sys.platform)
-    key = _hash_parts([*cc, _compiler_version(cc), *flags, SHA256])[:12]
-    out = engine_dir() / f"obj-{key}"
-    objs = [out / (Path(s).stem + ".o") for s in SOURCES]
-    if all(o.is_file() for o in objs):
-        return objs, src
-    out.mkdir(parents=True, exist_ok=True)
-    for s, o in zip(SOURCES, objs):
-        if o.is_file():
-            continue
-        tmp = o.with_suffix(f".{os.getpid()}.o")
-        cmd = [*cc, *flags, "-c", str(src / s), "-o", str(tmp)]
-        res = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", errors="replace")
-        if res.returncode != 0:
-            tmp.unlink(missing_ok=True)
-            raise EngineError(f"compiling the JS engine ({s}) failed:\n{res.stderr[-3000:]}\ncommand: {' '.join(cmd)}")
-        os.replace(tmp, o)
-    return objs, src
+    return [build_object(src / s, FLAGS, cc) for s in SOURCES], src

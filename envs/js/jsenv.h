@@ -1,7 +1,7 @@
 /* jsenv.h — a p5.js-style JavaScript game as a PufferLib env: one QuickJS-ng runtime per env.
  *
  * The game is one .js file with global setup() and draw() (p5.js style) plus the RL lifecycle
- * resetGame(seed) and getGameState() -> {score, lives, gameState}. envs/js/jsenv.py builds this
+ * resetGame(seed) and getGameState() -> {score, lives, gameState}. envs/vec/jsvec.py builds this
  * header once per picture size and action count (JS_PICTURE_* and JS_NUM_ACTIONS are defined
  * by a small generated header that includes this one) and links the engine objects it compiled
  * once from the quickjs-ng source distribution.

@@ -1,5 +1,5 @@
 /* jsvec.c — the JS env's calls beyond the vecenv's, compiled after vecenv.c into the same module
- * (envs/js/jsenv.py declares them to cffi). */
+ * (envs/vec/jsvec.py declares them to cffi). */
 
 /* Index of the first env whose game failed (its message: js_vec_message), else -1. Envs stop at
  * their first error and report terminal on every later step. */

@@ -11,29 +11,19 @@ block (it alone knows its observation size and heads); the trainer maps it and u
 once, so no name outlives the pair whatever kills them later. POSIX shared memory (Linux, macOS);
 Windows is refused with a clear error.
 
-Also here: build_executable() compiles a C server (or the generic server around an env header)
-into the env cache, keyed by the content of every file the compiler read.
+native() is the cffi module of puffer_server.h's client half, built through envs/build.py like
+every other piece of C.
 """
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import io
-import json
 import mmap
 import os
-import shlex
-import subprocess
 import sys
-import sysconfig
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from ..build import (ENVS_DIR, STRICT_FLAGS, EnvBuildError, _compiler, _compiler_version, _file_digest, _gnu_link_flags,
-                     _hash_parts, cache_dir, explain_build_errors, openmp_flags, parse_depfile, split_command)
-from ..atomic import atomic_write
+from ..build import load_cffi
 
 SHM_DIR = Path(__file__).resolve().parent
 HEADER_FILE = SHM_DIR / "puffer_server.h"
@@ -340,98 +330,8 @@ uint32_t puf_py_load(uint32_t* p);
 int puf_default_spin(void);
 """
 
-_native = None
-
-
-def _digest(paths, extra=()):
-    h = hashlib.sha256()
-    for p in paths:
-        h.update(str(p).encode() + b"\0" + Path(p).read_bytes() + b"\0")
-    for e in extra:
-        h.update(str(e).encode() + b"\0")
-    return h.hexdigest()[:16]
-
-
 def native():
     """The cffi module of puffer_server.h's client half (and the helpers Python servers use);
     compiled on first use into the env cache."""
-    global _native
-    if _native is not None:
-        return _native
     check_supported()
-    import importlib.machinery
-    import importlib.util
-
-    import cffi
-    cc = _compiler()
-    flags = ["-O2", "-fPIC", "-Wno-unused-function"] + split_command(os.environ.get("PUFFGPU_CFLAGS", ""))
-    ext = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    key = _digest([HEADER_FILE], [*cc, _compiler_version(cc), *flags, ext, sys.version, cffi.__version__, CDEF])
-    modname = f"_puf_shm_{key}"
-    out = cache_dir() / f"{modname}{ext}"
-    if not out.is_file():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        ffi = cffi.FFI()
-        ffi.cdef(CDEF)
-        ffi.set_source(modname, '#include "puffer_server.h"\n')
-        with tempfile.TemporaryDirectory(prefix=f"{modname}-", dir=out.parent) as tmp:
-            c_file = Path(tmp) / f"{modname}.c"
-            with contextlib.redirect_stdout(io.StringIO()):  # cffi prints "generating ..."
-                ffi.emit_c_code(str(c_file))
-            so = Path(tmp) / out.name
-            py_include = sysconfig.get_paths()["include"]
-            cmd = [*cc, *flags, f"-I{SHM_DIR}", f"-I{py_include}", str(c_file), *_gnu_link_flags(sys.platform),
-                   "-o", str(so)]
-            res = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", errors="replace")
-            if res.returncode:
-                raise EnvBuildError(f"compiling the shared-memory helper failed:\n{res.stderr[-3000:]}\n"
-                                           f"command: {shlex.join(cmd)}", res.stderr)
-            os.replace(so, out)
-    loader = importlib.machinery.ExtensionFileLoader(modname, str(out))
-    spec = importlib.util.spec_from_file_location(modname, str(out), loader=loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    _native = mod
-    return mod
-
-
-def build_executable(source, name=None, defines=(), includes=(), openmp=False):
-    """Compiles a C server `source` into an executable in the env cache and returns its path.
-    Cached by the content of every file the compiler read (its -MD list), the compiler and the
-    flags, like the env modules."""
-    check_supported()
-    source = Path(source).resolve()
-    cc = _compiler()
-    flags = ["-O3", "-fno-strict-aliasing", "-Wno-unused-function", *STRICT_FLAGS]
-    if openmp:
-        flags += openmp_flags(cc)
-    flags += [f"-D{d}" for d in defines] + [f"-I{i}" for i in (*includes, ENVS_DIR)]
-    flags += split_command(os.environ.get("PUFFGPU_CFLAGS", ""))
-    stem = name or source.stem
-    stem = "".join(c if c.isalnum() else "_" for c in stem)
-    config = _hash_parts([source, *cc, _compiler_version(cc), *flags])[:16]
-    cache = cache_dir()
-    manifest = cache / f"_exe_{stem}_{config}.json"
-    try:
-        m = json.loads(manifest.read_text(encoding="utf-8"))
-        exe = cache / m["exe"]
-        if exe.is_file() and all(_file_digest(p) == d for p, d in m["deps"].items()):
-            return exe
-    except (OSError, ValueError, KeyError):
-        pass
-    cache.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f"{stem}-", dir=cache) as tmp:
-        out, dep = Path(tmp) / stem, Path(tmp) / "deps.d"
-        cmd = [*cc, *flags, "-MD", "-MF", str(dep), str(source), "-o", str(out), "-lm"]
-        res = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", errors="replace")
-        if res.returncode:
-            shown, where = explain_build_errors(res.stderr)
-            raise EnvBuildError(f"compiling {source} failed" + (f" at {where}" if where else "")
-                                       + f" (exit {res.returncode}):\n{shown}\ncommand: {shlex.join(cmd)}", res.stderr)
-        deps = [str(Path(d).resolve()) for d in parse_depfile(dep.read_text(encoding="utf-8", errors="surrogateescape"))]
-        digests = {d: _file_digest(d) for d in sorted(set(deps) | {str(source)})}
-        content = _hash_parts([config, *(f"{p}={d}" for p, d in digests.items())])[:12]
-        exe = cache / f"{stem}_{config}_{content}"
-        os.replace(out, exe)
-    atomic_write(manifest, json.dumps({"exe": exe.name, "deps": digests}, indent=1))
-    return exe
+    return load_cffi("shm", CDEF, '#include "puffer_server.h"\n', includes=[SHM_DIR])

@@ -1,6 +1,6 @@
 /* isolate_server.c — the generic server: any env header, stepped in its own process over the
  * shared-memory protocol, so that a crash inside the env (a segfault, an exit()) ends this
- * process and not the trainer's (`--env.isolate 1`; envs/shmvec.py builds and supervises it).
+ * process and not the trainer's (`--env.isolate 1`; envs/vec/shmvec.py builds and supervises it).
  *
  * Built once per env header (cached like the env modules):
  *   cc -O3 -fopenmp -DENV_HEADER='"/path/to/env.h"' -I/path/to -Ienvs envs/shm/isolate_server.c -lm
@@ -12,7 +12,7 @@
  * ended are added to the block's sums weighted by their count, so the trainer's sum / n over all
  * servers is what vec_log over all envs would give.
  */
-#include "shm/puffer_server.h"  /* first: it sets the POSIX feature macros */
+#include "puffer_server.h"  /* first: it sets the POSIX feature macros */
 
 #include "vecenv.c"
 
@@ -70,12 +70,20 @@ int main(int argc, char** argv) {
     Dict names;
     memset(&names, 0, sizeof names);
     puf_log(&zero, &names);
-    PufServerSpec spec = puf_spec(vec->num_agents, OBS_SIZE, iso_dtype());
+    /* the row after puf_init: an env drawn at a configured size sizes it with PUF_OBS_SIZE */
+    PufServerSpec spec = puf_spec(vec->num_agents, vec_env_obs_size(vec), iso_dtype());
     spec.num_heads = NUM_ATNS;
     for (int i = 0; i < NUM_ATNS; i++) spec.act_sizes[i] = vec_act_sizes_table[i];
     spec.masks = 1;
 #if defined(PICTURE_HEIGHT) && defined(PICTURE_WIDTH) && defined(PICTURE_CHANNELS)
     spec.picture[0] = PICTURE_HEIGHT; spec.picture[1] = PICTURE_WIDTH; spec.picture[2] = PICTURE_CHANNELS;
+#else
+    /* a picture declared by the [env] keys picture_height/width/channels (checked in Python) */
+    if (dict_find(kwargs, "picture_height") && dict_find(kwargs, "picture_width") && dict_find(kwargs, "picture_channels")) {
+        spec.picture[0] = (uint32_t)dict_get(kwargs, "picture_height");
+        spec.picture[1] = (uint32_t)dict_get(kwargs, "picture_width");
+        spec.picture[2] = (uint32_t)dict_get(kwargs, "picture_channels");
+    }
 #endif
     int fields = names.size < PUF_SHM_MAX_LOG - 1 ? names.size : PUF_SHM_MAX_LOG - 1;
     int n_index = fields;

@@ -1,15 +1,15 @@
-/* ge_stress.c — envs/goexplore.h under threads, for ThreadSanitizer.
+/* ge_stress.c — envs/c/goexplore.h under threads, for ThreadSanitizer.
  *
  * Several pthreads step disjoint env ranges of one vecenv at the same time (what OpenMP threads
  * and PufferLib's env buffers do), all reading the one archive; between steps the main thread
  * merges what they found (vec_ge_sync). Built without OpenMP, because TSan cannot see libgomp's
  * own synchronization and reports false races inside it. Prints the archive's cell count and
  * checksum, which must not depend on the thread count. Without OpenMP, vec_step_range steps each
- * range on envs/threadpool.h's workers: --pool-threads P (default 1) gives every host thread P of
+ * range on envs/c/threadpool.h's workers: --pool-threads P (default 1) gives every host thread P of
  * them, so several callers share the pool at once, as the trainer's two env buffers do.
  * tests/test_goexplore.py builds and runs it:
  *
- *   cc -g -O1 -fsanitize=thread -Ienvs -DENV_HEADER='"platformer_sparse/platformer_sparse.h"' \
+ *   cc -g -O1 -fsanitize=thread -Ienvs/ocean -Ienvs/c -DENV_HEADER='"platformer_sparse/platformer_sparse.h"' \
  *      tests/envs_ge/ge_stress.c -lm -lpthread -o /tmp/ge_stress
  *   /tmp/ge_stress --agents 64 --steps 300 --threads 8 level=1 frameskip=4 ... go_explore=0.8
  */

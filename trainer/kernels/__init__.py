@@ -9,12 +9,12 @@ Families with several correct implementations (matmul, mingru) declare each one 
 `Variant` in their module's `FAMILY`: name, shader file, entry point, workgroup, outputs per
 invocation, split-K, required features, the operand layout it needs, and how to compute its
 dispatch shape. Everything that chooses or reports variants reads that table: the tuner
-(trainer/tune.py), `--kernels` pins, the dispatch-shape report (tools/dispatch_report.py) and
+(trainer/autotune.py), `--kernels` pins, the dispatch-shape report (tools/dispatch_report.py) and
 the tests. A choice is a `Choice` (variant + splits of K); its text form `name` or `name/sN` is
 parsed in one place, `Family.parse`.
 
 Which variant a launcher uses, when the caller does not name one, is `gpu.chooser`'s answer: the
-tuner installs itself there (`trainer.tune.attach(gpu)`); without one, the family's static
+tuner installs itself there (`trainer.autotune.attach(gpu)`); without one, the family's static
 default applies (lavapipe's kernels on lavapipe, the GPU rule elsewhere). The runtime never
 imports the tuner.
 

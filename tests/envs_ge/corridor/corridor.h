@@ -1,4 +1,4 @@
-/* corridor — a 1-D test env for envs/goexplore.h: walk from cell 0 to cell `length`.
+/* corridor — a 1-D test env for envs/c/goexplore.h: walk from cell 0 to cell `length`.
  *
  * Action head {stay, left, right}; one tick per step; the goal (perf 1, reward 1) is pos ==
  * length; timeout at tick == max_ticks. The cell is pos, progress pos / length. The savestate is

@@ -1,0 +1,424 @@
+/* vecenv.c — steps many copies of one env header on CPU threads (PufferLib 5.0's CPU vecenv):
+ * OpenMP's when the compiler has it, else the portable pool of threadpool.h (same partition).
+ *
+ * Compiled once per env with -DENV_HEADER='"path/to/env.h"' (envs/build.py does it through cffi;
+ * envs/c/vecenv_driver.c includes this file for plain-C and sanitizer runs).
+ *
+ * Layout: envs are created by puf_init on zeroed Env structs until the sum of their num_agents
+ * reaches total_agents (N = that sum, so N >= total_agents). Agent rows follow env order, then
+ * agent order. The host owns the flat arrays
+ *     observations [N][OBS_SIZE] obs_t, actions [N][NUM_ATNS] f32, rewards [N] f32,
+ *     terminals [N] f32, action_mask [N][sum ACT_SIZES] u8
+ * and vec_bind aims every Agent at its rows. An env whose [env] keys size its observation (a
+ * picture drawn at a configured size) also defines PUF_OBS_SIZE(env), its row size after puf_init;
+ * OBS_SIZE is then only the size at its ini's defaults, and every env of a vecenv must agree.
+ * PufferLib's num_buffers groups are contiguous env
+ * ranges [lo, hi): vec_step_range steps one, and two ranges may be stepped at once from two host
+ * threads (they share no memory). Nothing is allocated per step.
+ */
+#include ENV_HEADER
+
+#include <stdint.h>
+#ifdef _OPENMP
+#include <omp.h>
+#define VEC_THREADS_KIND "openmp"
+#else
+#include "threadpool.h"
+#define VEC_THREADS_KIND POOL_THREADS_KIND
+#endif
+
+static const int vec_act_sizes_table[NUM_ATNS] = ACT_SIZES;
+/* A brace list shorter than NUM_ATNS would leave heads of size 0, a longer one would be cut. */
+_Static_assert(sizeof((int[])ACT_SIZES) / sizeof(int) == NUM_ATNS,
+               "ACT_SIZES must list exactly NUM_ATNS head sizes");
+
+/* Env.agents is either an array (its size bounds num_agents) or a pointer the env sets. The
+ * address of an array member is an Agent (*)[n], of a pointer member an Agent** (standard C11
+ * _Generic, which MSVC has too; no GCC builtins). */
+#define VEC_AGENTS_IS_POINTER _Generic(&((Env*)0)->agents, Agent**: 1, default: 0)
+#define VEC_MAX_AGENTS_PER_ENV \
+    (VEC_AGENTS_IS_POINTER ? (1 << 30) : (int)(sizeof(((Env*)0)->agents) / sizeof(Agent)))
+#define VEC_LOG_FIELDS ((int)(sizeof(Log) / sizeof(float)))
+
+/* An env's observation row: OBS_SIZE, or what PUF_OBS_SIZE(env) says after its puf_init. */
+#ifdef PUF_OBS_SIZE
+#define VEC_ENV_OBS_SIZE(env) ((int)(PUF_OBS_SIZE(env)))
+#else
+#define VEC_ENV_OBS_SIZE(env) ((int)(OBS_SIZE))
+#endif
+
+/* A picture declared in the header: the last H*W*C values of each observation row, rows from the
+ * top, channels last. An env drawn at a configured size declares it with the [env] keys
+ * picture_height/picture_width/picture_channels instead (envs/vec/cvec.py reads those). */
+#if defined(PICTURE_WIDTH) || defined(PICTURE_HEIGHT) || defined(PICTURE_CHANNELS)
+#if !defined(PICTURE_WIDTH) || !defined(PICTURE_HEIGHT) || !defined(PICTURE_CHANNELS)
+#error "a picture is declared by all three of PICTURE_WIDTH, PICTURE_HEIGHT and PICTURE_CHANNELS"
+#endif
+#define VEC_PICTURE_H (PICTURE_HEIGHT)
+#define VEC_PICTURE_W (PICTURE_WIDTH)
+#define VEC_PICTURE_C (PICTURE_CHANNELS)
+#else
+#define VEC_PICTURE_H 0
+#define VEC_PICTURE_W 0
+#define VEC_PICTURE_C 0
+#endif
+
+typedef struct VecEnv {
+    Env* envs;        /* [num_envs] */
+    int num_envs;
+    int num_agents;   /* N = sum of envs[i].num_agents */
+    int obs_size;     /* values per observation row (VEC_ENV_OBS_SIZE, equal for every env) */
+    int num_threads;
+    int clear_outputs; /* zero rewards/terminals before puf_step, as PufferLib's trainer does */
+    Dict log_out;     /* what puf_log names (C-owned: dict_set may grow it) */
+    void* archive;    /* the envs' shared Go-Explore archive, if they use one (goexplore_vec.h) */
+} VecEnv;
+
+/* ---- Compile-time facts about the env, for the Python side ---- */
+int vec_obs_size(void) { return OBS_SIZE; }
+/* (height, width, channels) of the header's picture macros; zeros if it declares none. */
+void vec_picture(int* out) {
+    out[0] = VEC_PICTURE_H;
+    out[1] = VEC_PICTURE_W;
+    out[2] = VEC_PICTURE_C;
+}
+int vec_num_atns(void) { return NUM_ATNS; }
+void vec_act_sizes(int* out) {
+    for (int i = 0; i < NUM_ATNS; i++) out[i] = vec_act_sizes_table[i];
+}
+int vec_obs_bytes(void) { return (int)sizeof(obs_t); }
+const char* vec_obs_type(void) {
+    return _Generic((obs_t)0,
+        float: "float32", double: "float64",
+        unsigned char: "uint8", signed char: "int8", char: "int8",
+        short: "int16", unsigned short: "uint16", int: "int32", unsigned int: "uint32",
+        default: "unknown");
+}
+int vec_log_fields(void) { return VEC_LOG_FIELDS; }
+/* What steps the envs: "openmp", "pthreads" or "win32" (threadpool.h). */
+const char* vec_threads_kind(void) { return VEC_THREADS_KIND; }
+
+/* ---- Config dicts, built by the host (C-allocated, as dict_set may realloc them) ---- */
+Dict* vec_dict_new(const char* name) {
+    Dict* d = (Dict*)calloc(1, sizeof(Dict));
+    if (d != NULL) d->name = dict_strdup(name);
+    return d;
+}
+/* key = value: with its ini text (str), parsed as PufferLib's ini reader does (numbers with `_`,
+ * true/false, comma lists); without (str NULL), the number `value`. */
+void vec_dict_put(Dict* d, const char* key, double value, const char* str) {
+    if (str == NULL) {
+        dict_set(d, key, value);
+        return;
+    }
+    puf_ini_parse_item(dict_set_str(d, key, str), str);
+}
+void vec_dict_free(Dict* d) {
+    if (d == NULL) return;
+    dict_clear(d);
+    free(d);
+}
+int vec_dict_size(Dict* d) { return d->size; }
+const char* vec_dict_key(Dict* d, int i) { return d->items[i].key; }
+double vec_dict_value(Dict* d, int i) { return d->items[i].value; }
+
+/* env.rng: PufferLib presets it to the env index; puffgpu mixes in a user seed (murmur3's
+ * finalizer) so that runs with different seeds differ while seed 0 stays reproducible. */
+static unsigned int vec_seed_mix(unsigned int seed, unsigned int index) {
+    uint32_t h = index * 0x9E3779B9u ^ (seed * 0x85EBCA6Bu + seed);
+    h ^= h >> 16; h *= 0x85EBCA6Bu;
+    h ^= h >> 13; h *= 0xC2B2AE35u;
+    h ^= h >> 16;
+    return h;
+}
+
+/* puf_init with a missing config key caught (1 = ok). Nothing is live across the jump. */
+static int vec_init_env(Env* env, Dict* kwargs) {
+    jmp_buf jump;
+    if (setjmp(jump) != 0) {
+        puf_dict_missing_jump = NULL;
+        return 0;
+    }
+    puf_dict_missing_jump = &jump;
+    puf_init(env, kwargs);
+    puf_dict_missing_jump = NULL;
+    return 1;
+}
+
+/* Returns NULL and writes a message into err on failure. */
+VecEnv* vec_create(int total_agents, Dict* kwargs, unsigned int seed, int num_threads, char* err,
+                   int err_len) {
+    if (total_agents <= 0) {
+        snprintf(err, err_len, "total_agents must be >= 1, got %d", total_agents);
+        return NULL;
+    }
+    VecEnv* vec = (VecEnv*)calloc(1, sizeof(VecEnv));
+    /* Every env holds >= 1 agent, so total_agents envs always suffice. Allocated once and never
+     * moved: an env may keep pointers into itself. */
+    Env* envs = vec ? (Env*)calloc((size_t)total_agents, sizeof(Env)) : NULL;
+    if (envs == NULL) {
+        free(vec);
+        snprintf(err, err_len, "out of memory allocating %d envs of %zu bytes", total_agents,
+                 sizeof(Env));
+        return NULL;
+    }
+    vec->envs = envs;
+    vec->num_threads = num_threads < 1 ? 1 : num_threads;
+    vec->clear_outputs = 1;
+    vec->log_out.name = dict_strdup("log");
+    int agents = 0, n = 0;
+#ifdef GOEXPLORE_H
+    ge_host_begin();  /* the first env that opts in creates this vecenv's archive */
+#endif
+    while (agents < total_agents) {
+        Env* env = &envs[n];
+        env->rng = vec_seed_mix(seed, (unsigned int)n);
+        if (!vec_init_env(env, kwargs)) {
+            snprintf(err, err_len,
+                     "the env reads [env] key '%s' with dict_get, but the config has no such key; "
+                     "add it to the [env] section of the env's .ini",
+                     puf_dict_missing_key);
+            goto fail;  /* this env stopped halfway through puf_init: do not close it */
+        }
+        n++;
+        vec->num_envs = n; /* so the failure path closes this env too */
+        int max = VEC_MAX_AGENTS_PER_ENV;
+        if (env->num_agents < 1 || env->num_agents > max) {
+            snprintf(err, err_len, "puf_init set num_agents = %d; it must be in [1, %d] (the size "
+                     "of Env.agents)", env->num_agents, max);
+            goto fail;
+        }
+        Agent* first = NULL;  /* the pointer's value (memcpy: no type-punned dereference) */
+        if (VEC_AGENTS_IS_POINTER) memcpy(&first, &env->agents, sizeof(first));
+        if (VEC_AGENTS_IS_POINTER && first == NULL) {
+            snprintf(err, err_len, "Env.agents is a pointer and puf_init left it NULL; point it "
+                     "at num_agents Agent structs");
+            goto fail;
+        }
+        int size = VEC_ENV_OBS_SIZE(env);
+        if (size < 1) {
+            snprintf(err, err_len, "puf_init left %d observation values per agent (PUF_OBS_SIZE): the "
+                     "env rejected the [env] keys that size its observation (its header says which "
+                     "values it accepts)", size);
+            goto fail;
+        }
+        if (n > 1 && size != vec->obs_size) {
+            snprintf(err, err_len, "env %d has %d observation values per agent (PUF_OBS_SIZE), env 0 "
+                     "has %d; every env of a vecenv needs the same", n - 1, size, vec->obs_size);
+            goto fail;
+        }
+        vec->obs_size = size;
+        agents += env->num_agents;
+    }
+    vec->num_agents = agents;
+#ifdef GOEXPLORE_H
+    vec->archive = ge_host_end();
+#endif
+    return vec;
+fail:
+#ifdef GOEXPLORE_H
+    ge_host_end();  /* closing the envs frees the archive */
+#endif
+    for (int i = 0; i < vec->num_envs; i++) puf_close(&vec->envs[i]);
+    dict_clear(&vec->log_out);
+    free(vec->envs);
+    free(vec);
+    return NULL;
+}
+
+int vec_num_envs(VecEnv* vec) { return vec->num_envs; }
+int vec_num_agents(VecEnv* vec) { return vec->num_agents; }
+int vec_env_obs_size(VecEnv* vec) { return vec->obs_size; }
+/* Agents of each env: out[num_envs]. */
+void vec_env_agents(VecEnv* vec, int* out) {
+    for (int e = 0; e < vec->num_envs; e++) out[e] = vec->envs[e].num_agents;
+}
+void vec_set_threads(VecEnv* vec, int num_threads) {
+    vec->num_threads = num_threads < 1 ? 1 : num_threads;
+}
+/* 0: leave rewards/terminals to the env, as PufferLib's CPU evaluator does (tests use it to
+ * check that an env clears its own). */
+void vec_set_clear_outputs(VecEnv* vec, int on) { vec->clear_outputs = on != 0; }
+
+void vec_bind(VecEnv* vec, void* observations, float* actions, float* rewards, float* terminals,
+              unsigned char* action_mask) {
+    int mask_size = 0;
+    for (int i = 0; i < NUM_ATNS; i++) mask_size += vec_act_sizes_table[i];
+    int row = 0;
+    for (int e = 0; e < vec->num_envs; e++) {
+        Env* env = &vec->envs[e];
+        for (int a = 0; a < env->num_agents; a++, row++) {
+            Agent* agent = &env->agents[a];
+            agent->observations = (obs_t*)observations + (size_t)row * vec->obs_size;
+            agent->actions = actions + (size_t)row * NUM_ATNS;
+            agent->rewards = rewards + row;
+            agent->terminals = terminals + row;
+            agent->action_mask = action_mask + (size_t)row * mask_size;
+            agent->policy = 0;
+        }
+    }
+}
+
+static inline void vec_clear_env_outputs(Env* env) {
+    for (int a = 0; a < env->num_agents; a++) {
+        env->agents[a].rewards[0] = 0.0f;
+        env->agents[a].terminals[0] = 0.0f;
+    }
+}
+
+static void vec_reset_envs(void* arg, int lo, int hi) {
+    Env* envs = ((VecEnv*)arg)->envs;
+    for (int e = lo; e < hi; e++) {
+        vec_clear_env_outputs(&envs[e]);
+        puf_reset(&envs[e]);
+    }
+}
+
+static void vec_step_envs(void* arg, int lo, int hi) {
+    VecEnv* vec = (VecEnv*)arg;
+    Env* envs = vec->envs;
+    int clear = vec->clear_outputs;
+    for (int e = lo; e < hi; e++) {
+        if (clear) vec_clear_env_outputs(&envs[e]);
+        puf_step(&envs[e]);
+    }
+}
+
+/* fn over envs [lo, hi) on `threads` threads, statically partitioned (OpenMP's schedule(static),
+ * or threadpool.h's identical split). */
+static void vec_parallel(VecEnv* vec, int lo, int hi, int threads, void (*fn)(void*, int, int)) {
+#ifdef _OPENMP
+    #pragma omp parallel for schedule(static) num_threads(threads)
+    for (int e = lo; e < hi; e++) fn(vec, e, e + 1);
+#else
+    pool_parallel_for(lo, hi, threads, fn, vec);
+#endif
+}
+
+void vec_reset(VecEnv* vec) {
+    vec_parallel(vec, 0, vec->num_envs, vec->num_threads, vec_reset_envs);
+}
+
+/* Steps envs [lo, hi) with `threads` threads (< 1: the vecenv's count). */
+void vec_step_range(VecEnv* vec, int lo, int hi, int threads) {
+    if (lo < 0) lo = 0;
+    if (hi > vec->num_envs) hi = vec->num_envs;
+    if (threads < 1) threads = vec->num_threads;
+    vec_parallel(vec, lo, hi, threads, vec_step_envs);
+}
+
+void vec_step(VecEnv* vec) {
+    vec_step_range(vec, 0, vec->num_envs, vec->num_threads);
+#ifdef GOEXPLORE_H
+    ge_sync((GeArchive*)vec->archive);  /* between steps, in env order: deterministic */
+#endif
+}
+
+/* PufferLib's vec_log over envs [lo, hi): sum every Log field over envs with n != 0, clear those
+ * logs, divide all fields by the total n, and let puf_log name them into vec_log_dict(vec).
+ * Returns the total n (0: nothing finished since the last call, and the dict is left empty). */
+float vec_log_range(VecEnv* vec, int lo, int hi) {
+    Log sum;
+    memset(&sum, 0, sizeof(Log));
+    float* s = (float*)&sum;
+    if (lo < 0) lo = 0;
+    if (hi > vec->num_envs) hi = vec->num_envs;
+#ifdef GOEXPLORE_H
+    ge_sync((GeArchive*)vec->archive);  /* env buffers stepped apart merge here, once an epoch */
+#endif
+    for (int e = lo; e < hi; e++) {
+        Log* log = &vec->envs[e].log;
+        if (log->n == 0.0f) continue;
+        const float* l = (const float*)log;
+        for (int i = 0; i < VEC_LOG_FIELDS; i++) s[i] += l[i];
+        memset(log, 0, sizeof(Log));
+    }
+    float total = sum.n;
+    for (int i = 0; i < vec->log_out.size; i++) dict_item_clear(&vec->log_out.items[i]);
+    vec->log_out.size = 0;
+    if (total == 0.0f) return 0.0f;
+    for (int i = 0; i < VEC_LOG_FIELDS; i++) s[i] /= total;
+    puf_log(&sum, &vec->log_out);
+    return total;
+}
+
+float vec_log(VecEnv* vec) { return vec_log_range(vec, 0, vec->num_envs); }
+Dict* vec_log_dict(VecEnv* vec) { return &vec->log_out; }
+
+/* Episodes finished by each env since its log was last cleared: out[num_envs]. Lets an evaluator
+ * take exactly the first episode of every env (fair: short episodes are not over-counted). */
+void vec_log_counts(VecEnv* vec, float* out) {
+    for (int e = 0; e < vec->num_envs; e++) out[e] = vec->envs[e].log.n;
+}
+
+/* Renders env `index` into the canvas; returns the pixels ([*height][*width][3]) or NULL if the
+ * env drew nothing. Valid until the next render call. */
+const unsigned char* vec_render(VecEnv* vec, int index, int* width, int* height) {
+    *width = 0;
+    *height = 0;
+    if (index < 0 || index >= vec->num_envs) return NULL;
+    puf_canvas.dirty = 0;
+    puf_render(&vec->envs[index]);
+    if (puf_canvas.pixels == NULL || puf_canvas.width <= 0 || !puf_canvas.dirty) return NULL;
+    *width = puf_canvas.width;
+    *height = puf_canvas.height;
+    return puf_canvas.pixels;
+}
+
+/* Keyboard and mouse state for raylib's IsKeyDown/IsKeyPressed/GetMousePosition (GLFW key
+ * codes, which are raylib's). A press stays visible to IsKeyPressed until the next frame. */
+void vec_set_key(int key, int down) {
+    if (key < 0 || key >= 512) return;
+    if (down && !(puf_canvas.keys[key] & 1)) puf_canvas.keys[key] |= 2;
+    puf_canvas.keys[key] = (unsigned char)((puf_canvas.keys[key] & 2) | (down ? 1 : 0));
+}
+void vec_set_mouse(float x, float y, int buttons) {
+    puf_canvas.mouse_pos = (Vector2){x, y};
+    for (int b = 0; b < 8; b++) {
+        int down = (buttons >> b) & 1;
+        if (down && !(puf_canvas.mouse[b] & 1)) puf_canvas.mouse[b] |= 2;
+        puf_canvas.mouse[b] = (unsigned char)((puf_canvas.mouse[b] & 2) | down);
+    }
+}
+
+/* An env may ship a rule-based policy on its observation (for demos and tests) by defining
+ * PUF_SCRIPTED_POLICY as a function void f(const obs_t* obs, float* actions), or, when reading
+ * the observation needs the env's configuration (a picture drawn at a configured size),
+ * PUF_SCRIPTED_ENV_POLICY as void f(Env* env, int agent), which reads that agent's observation
+ * and writes its actions. */
+int vec_has_scripted(void) {
+#if defined(PUF_SCRIPTED_POLICY) || defined(PUF_SCRIPTED_ENV_POLICY)
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+void vec_scripted(VecEnv* vec) {
+#if defined(PUF_SCRIPTED_POLICY) || defined(PUF_SCRIPTED_ENV_POLICY)
+    for (int e = 0; e < vec->num_envs; e++) {
+        Env* env = &vec->envs[e];
+        for (int a = 0; a < env->num_agents; a++) {
+#ifdef PUF_SCRIPTED_ENV_POLICY
+            PUF_SCRIPTED_ENV_POLICY(env, a);
+#else
+            PUF_SCRIPTED_POLICY(env->agents[a].observations, env->agents[a].actions);
+#endif
+        }
+    }
+#else
+    (void)vec;
+#endif
+}
+
+void vec_close(VecEnv* vec) {
+    if (vec == NULL) return;
+    for (int e = 0; e < vec->num_envs; e++) puf_close(&vec->envs[e]);
+    dict_clear(&vec->log_out);
+    free(vec->envs);
+    free(vec);
+}
+
+#ifdef GOEXPLORE_H  /* Go-Explore's side, only for a header that includes goexplore.h */
+#include "goexplore_vec.h"
+#endif
