@@ -167,9 +167,9 @@ def main(argv=None) -> int:
             return 0
         ev = Evaluator(args.env, cfg, args.checkpoint, 1, args.seed, args.adapter, deterministic=args.deterministic)
         print(f"checkpoint {ev.path} (step {ev.meta.get('global_step', '?')})")
+        # a picture env: what the agent sees (its observation picture, 4x); else the env's render
+        view = (lambda: ev.env.agent_view(0, 4)) if ev.env.picture else (lambda: ev.env.render(0))
         if args.gif:
-            # a picture env: what the agent sees (its observation picture, 4x); else the env's render
-            view = (lambda: ev.env.agent_view(0, 4)) if ev.env.picture else (lambda: ev.env.render(0))
             frames = [view()]
             for _ in range(100_000):
                 ev.step()
@@ -181,7 +181,7 @@ def main(argv=None) -> int:
             print(f"wrote {args.gif}: {len(frames)} frames; " + " ".join(f"{k} {v:.3g}" for k, v in log.items()))
             return 0
         from envs.viewer import Viewer
-        frame = ev.env.render(0)
+        frame = view()
         with Viewer(f"puffgpu eval: {ev.env.name}", frame.shape[1], frame.shape[0]) as view:
             while view.show(frame):
                 t = time.perf_counter()
@@ -189,7 +189,7 @@ def main(argv=None) -> int:
                 if ev.env.terminals[0]:
                     log = ev.env.log()
                     print(" ".join(f"{k} {v:.3g}" for k, v in log.items()), flush=True)
-                frame = ev.env.render(0)
+                frame = view()
                 time.sleep(max(0.0, 1.0 / args.fps - (time.perf_counter() - t)))
     except (config_mod.ConfigError, ckpt.CheckpointError, GPUError, ValueError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
