@@ -258,7 +258,7 @@ def main(argv=None):
     if args.env is None:
         p.error("name an env (or pass --replay RECORDING)")
     if args.browser:
-        if registry.resolve(args.env).kind != "js":
+        if not registry.resolve(args.env).has_browser_page:
             p.error("--browser plays JS games (a name like catcher, or a path ending in .js)")
         from .js.browser import serve
         serve(args.env, port=args.port, seed=args.seed, record=args.record, open_browser=not args.no_open)

@@ -174,7 +174,7 @@ def main():
     print(f"{args.env}: {agents} agents, {used} threads ({kind}): {all_rate:,.0f} steps/s "
           f"({all_rate / one:.2f}x one thread)")
     name = Path(args.env).stem
-    if envs.resolve(args.env).kind == "js":  # CPU time: the split should not depend on the machine's load
+    if "rasterize" in envs.env_config(args.env):  # game logic vs drawing; CPU time: the split should not depend on the load
         total, _, _ = steps_per_second(args.env, agents, 1, args.seconds, None, cpu=True)
         logic, _, _ = steps_per_second(args.env, agents, 1, args.seconds, {"rasterize": 0}, cpu=True)
         total_us, logic_us = 1e6 / total, 1e6 / logic

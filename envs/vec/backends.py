@@ -34,17 +34,24 @@ def make(name_or_path, total_agents, config=None, num_threads=None, seed=0, chec
         whole envs, each stepped alone with env.step_buffer(b) (env.step() steps all).
     """
     source = resolve(name_or_path)
-    config = dict(config or {})
     kw = dict(num_threads=num_threads, seed=seed, check_actions=check_actions, num_buffers=num_buffers)
-    if source.kind == "server":
-        return ShmVecEnv(source, total_agents, config, **kw)
-    if source.kind == "js":
-        if _flag(config.get("isolate", 0)):
-            raise ValueError(f"{source.path}: [env] isolate is for C env headers; a JS game runs in its own "
-                             f"JS runtime per env already")
-        for k in SHM_KEYS:
-            config.pop(k, None)
-        return JsEnv(source.path, total_agents, config=config, **kw)
+    return BACKENDS[source.kind](source, total_agents, dict(config or {}), kw)
+
+
+def _server(source, total_agents, config, kw):
+    return ShmVecEnv(source, total_agents, config, **kw)
+
+
+def _js(source, total_agents, config, kw):
+    if _flag(config.get("isolate", 0)):
+        raise ValueError(f"{source.path}: [env] isolate is for C env headers; a JS game runs in its own "
+                         f"JS runtime per env already")
+    for k in SHM_KEYS:
+        config.pop(k, None)
+    return JsEnv(source.path, total_agents, config=config, **kw)
+
+
+def _header(source, total_agents, config, kw):
     if _flag(config.get("isolate", 0)):
         return ShmVecEnv(source, total_agents, config, isolate=True, **kw)
     own = env_config(source)
@@ -53,3 +60,7 @@ def make(name_or_path, total_agents, config=None, num_threads=None, seed=0, chec
             config.pop(k, None)
     cls = GoExploreVecEnv if load_module(source.path).goexplore else VecEnv
     return cls(source.path, total_agents, config=config, **kw)
+
+
+# the env's kind (registry.KINDS) -> its backend
+BACKENDS = {"header": _header, "js": _js, "server": _server}

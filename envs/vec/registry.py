@@ -53,6 +53,11 @@ class EnvSource:
         return ("env", "js") if self.kind == "js" else ("env",)
 
     @property
+    def has_browser_page(self) -> bool:
+        """Whether `python -m envs.play --browser` can serve it (envs/js/web/: a JS game)."""
+        return self.kind == "js"
+
+    @property
     def kind_defaults(self) -> dict:
         """[env] keys every env of this kind has, without an ini."""
         return dict(JS_DEFAULTS) if self.kind == "js" else {}
