@@ -13,6 +13,7 @@ example envs. `python -m envs.play platformer` plays an env yourself.
 
 from trainer.util.ini import read_ini
 
+from .build import EnvError
 from .vec.backends import make
 from .vec.cvec import VecEnv
 from .vec.interface import Env
@@ -20,5 +21,5 @@ from .vec.registry import (DEFAULT_ENV_KEYS, KINDS, EnvSource, describe_envs, en
                            env_ini_path, env_sources, list_envs, resolve)
 from .vec.shmvec import ShmVecEnv
 
-__all__ = ["DEFAULT_ENV_KEYS", "KINDS", "Env", "EnvSource", "ShmVecEnv", "VecEnv", "describe_envs", "env_config",
+__all__ = ["DEFAULT_ENV_KEYS", "KINDS", "Env", "EnvError", "EnvSource", "ShmVecEnv", "VecEnv", "describe_envs", "env_config",
            "env_headers", "env_ini_path", "env_sources", "list_envs", "make", "read_ini", "resolve"]

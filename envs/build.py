@@ -158,7 +158,12 @@ CAMERA_THIRD_PERSON MATERIAL_MAP_DIFFUSE MATERIAL_MAP_ALBEDO
 """.split())
 
 
-class EnvBuildError(RuntimeError):
+class EnvError(RuntimeError):
+    """An env could not be built, started or stepped (a compile error, a game that throws, a server
+    that dies for good): its message is for the user, who sees it without a traceback."""
+
+
+class EnvBuildError(EnvError):
     """The C compiler rejected an env module (or its module could not be loaded); .stderr holds
     the compiler's messages."""
 

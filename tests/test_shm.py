@@ -304,6 +304,56 @@ def test_mismatched_sizes_name_both_sides(tmp_path):
         envs.make(str(ini), 4)
 
 
+def test_a_server_with_other_agents_than_asked_is_refused(tmp_path):
+    ini = _server_ini(tmp_path, f"{{python}} {BAD_SERVER} --agents {{agents}} --shm {{name}} --extra-agents 1",
+                      processes=2)
+    with pytest.raises(ServerError, match=r"server 0 \(block /puf.*\) declares num_agents = 5, but it was asked for 4 "
+                                          r"\(8 agents over 2 server\(s\)\); a server must create exactly"):
+        envs.make(str(ini), 8)
+
+
+def test_attach_to_no_server_says_so_within_the_timeout(tmp_path):
+    ini = tmp_path / "nobody.ini"
+    ini.write_text(f"[env]\nattach = /puf-nobody-{os.getpid()}\ntimeout = 1\n", encoding="utf-8")
+    t0 = time.monotonic()
+    with pytest.raises(ServerError, match=r"no server has created the block /puf-nobody-\d+ yet \(waited 1 s, "
+                                          r"\[env\] timeout\); attach mode maps blocks of servers started beforehand"):
+        envs.make(str(ini), 4)
+    assert time.monotonic() - t0 < 3.0  # the timeout asked for, no hidden minimum
+
+
+def test_a_server_fault_is_one_message_from_the_trainer(tmp_path, capsys):
+    """trainer.run prints `error: ...` and returns 1: no traceback."""
+    from trainer.run import main
+    ini = _server_ini(tmp_path, f"{{python}} {BAD_SERVER} --agents {{agents}} --shm {{name}} --extra-agents 1",
+                      processes=1)
+    assert main(["--env", str(ini), "--plain", "--vec.total_agents", "8", "--base.checkpoint_dir", str(tmp_path / "ck"),
+                 "--base.log_dir", str(tmp_path / "logs")]) == 1
+    err = capsys.readouterr().err
+    assert "error: game: server 0" in err and "declares num_agents = 9, but it was asked for 8" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_a_server_error_mid_run_stops_with_the_last_epoch_saved(tmp_path, capsys):
+    """A step answered with status -2 after two epochs: one message naming the server and its
+    message, and the second epoch's checkpoint kept."""
+    from trainer import checkpoint as ckpt
+    from trainer.run import main
+    ini = _server_ini(tmp_path, f"{{python}} {BAD_SERVER} --agents {{agents}} --shm {{name}} --fail-at-step 40",
+                      processes=1)
+    assert main(["--env", str(ini), "--plain", "--vec.total_agents", "16", "--train.horizon", "16",
+                 "--train.minibatch_size", "128", "--policy.hidden_size", "16", "--policy.num_layers", "1",
+                 "--train.total_timesteps", "4096", "--base.checkpoint_dir", str(tmp_path / "ck"),
+                 "--base.log_dir", str(tmp_path / "logs")]) == 1
+    err = capsys.readouterr().err
+    assert re.search(r"error: game: server 0 \(pid \d+, block /puf\S+\) answered a step "
+                     r"with status -2: the map file went away", err), err
+    assert "the run stopped; kept: checkpoint" in err and "(step 512)" in err and "Traceback" not in err
+    found = list((tmp_path / "ck").rglob("*.bin"))
+    assert len(found) == 1 and ckpt.read_sidecar(found[0])["global_step"] == 512
+
+
 def test_another_protocol_version_is_a_clear_error(tmp_path):
     ini = _server_ini(tmp_path, f"{{python}} {BAD_SERVER} --agents {{agents}} --shm {{name}} --version 2",
                       processes=1)
@@ -519,3 +569,18 @@ def test_agents_learn_through_the_arena_servers(tmp_path, gpu, monkeypatch):
     lines = [json.loads(l) for l in Path(out["log"]).read_text(encoding="utf-8").splitlines()]
     scores = [l["env/score"] for l in lines if "env/score" in l]
     assert scores[-1] > 1.6 * scores[0], scores
+
+
+def test_a_layout_mismatch_names_the_field_and_both_values():
+    from envs.shm.server import Server
+    name = f"/puf-test-{os.getpid()}-layout"
+    srv = Server(name, 4, 6, (3, 3), log_names=("n",), ready=False)
+    try:
+        want = int(srv.block.h["off_rewards"])
+        srv.block.h["off_rewards"] = want + 64
+        srv.set_ready()
+        with pytest.raises(shm.ProtocolError, match=rf"off_rewards = {want + 64}, but the sizes put rewards at {want} "
+                                                    r"\(header sizes: num_agents 4, obs_size 6 \(float32\), 2 heads"):
+            shm.Block.attach_ready(name)
+    finally:
+        srv.close()

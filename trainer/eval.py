@@ -191,7 +191,7 @@ def main(argv=None) -> int:
                     print(" ".join(f"{k} {v:.3g}" for k, v in log.items()), flush=True)
                 frame = view()
                 time.sleep(max(0.0, 1.0 / args.fps - (time.perf_counter() - t)))
-    except (config_mod.ConfigError, ckpt.CheckpointError, GPUError, ValueError, RuntimeError) as e:
+    except (config_mod.ConfigError, ckpt.CheckpointError, GPUError, ValueError, RuntimeError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     return 0

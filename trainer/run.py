@@ -289,6 +289,11 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
                     saved = save(global_step)
             if global_step > 0 and (saved is None or saved.step != global_step):
                 saved = save(global_step)
+        except envs.EnvError as e:  # the env failed for good: keep the last complete epoch, then say why
+            if global_step > 0 and (saved is None or saved.step != global_step):
+                saved = save(global_step)
+            kept = f"checkpoint {saved.path} (step {global_step:,})" if saved else "no checkpoint (no epoch completed)"
+            raise envs.EnvError(f"{e}\nthe run stopped; kept: {kept}") from None
         finally:
             dash.close()
             logs.close()
@@ -346,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg, _ = config_mod.load(args.env, config_mod.parse_flags(rest))
         train(args.env, cfg, adapter=args.adapter, live=False if args.plain else None)
     except (config_mod.ConfigError, ckpt.CheckpointError, TrainingError, ValueError, FileNotFoundError,
-            *gpu_errors()) as e:
+            envs.EnvError, *gpu_errors()) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

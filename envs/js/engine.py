@@ -21,7 +21,7 @@ from pathlib import Path
 
 from trainer.util.cache import cache_root
 
-from ..build import build_object, compiler, toolchain
+from ..build import EnvError, build_object, compiler, toolchain
 
 VERSION = "0.17.0.2"
 SDIST = f"quickjs_ng-{VERSION}.tar.gz"
@@ -30,8 +30,8 @@ SOURCES = ("quickjs.c", "libregexp.c", "libunicode.c", "dtoa.c")
 FLAGS = ["-O2", "-w"]
 
 
-class EngineError(RuntimeError):
-    pass
+class EngineError(EnvError):
+    """The JS engine could not be fetched or compiled."""
 
 
 def engine_dir():

@@ -254,8 +254,17 @@ class Block:
                            int(h["num_log"]))
         got = {n: int(h["off_" + n]) for n in off}
         if got != off or int(h["block_size"]) != size or self.size < size:
-            raise ProtocolError(f"{where}: array layout {got} in {int(h['block_size'])} bytes (mapped "
-                                f"{self.size}), but its header's sizes give {off} in {size} bytes")
+            # name the first field that disagrees, with both values, and what the header's sizes imply
+            sizes = (f"num_agents {int(h['num_agents'])}, obs_size {int(h['obs_size'])} "
+                     f"({DTYPES[int(h['obs_dtype'])]}), {k} heads, mask_size {mask}, num_log {int(h['num_log'])}")
+            wrong = [f"off_{n} = {got[n]}, but the sizes put {n} at {off[n]}" for n in off if got[n] != off[n]]
+            if int(h["block_size"]) != size:
+                wrong.append(f"block_size = {int(h['block_size'])}, but the sizes need {size}")
+            if self.size < size:
+                wrong.append(f"the block maps {self.size} bytes, fewer than the {size} its sizes need")
+            raise ProtocolError(f"{where}: {wrong[0]} (header sizes: {sizes}; each array starts on a "
+                                f"{ALIGN}-byte boundary after the {HEADER_SIZE}-byte header)"
+                                + (f"; also {'; '.join(wrong[1:])}" if len(wrong) > 1 else ""))
         for key, want in (expect or {}).items():
             have = self.spec()[key]
             if have != want:

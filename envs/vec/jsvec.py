@@ -31,7 +31,7 @@ import numpy as np
 from trainer.util.atomic import atomic_write
 from trainer.util.cache import cache_root
 
-from ..build import ENVS_DIR, ModuleExtras, c_string, load_module
+from ..build import ENVS_DIR, EnvError, ModuleExtras, c_string, load_module
 from ..js import engine
 from .cvec import VecEnv
 from .interface import merge_config
@@ -52,7 +52,7 @@ void js_vec_frame(VecEnv* vec, int index, unsigned char* frame);
 """
 
 
-class JsGameError(RuntimeError):
+class JsGameError(EnvError):
     """The game failed: a syntax error, an exception, an endless loop, runaway allocation."""
 
 

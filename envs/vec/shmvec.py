@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..build import ENVS_DIR, build_executable
+from ..build import ENVS_DIR, EnvError, build_executable
 from ..shm import (CMD_LOAD, CMD_QUIT, CMD_RESET, CMD_SAVE, CMD_STEP, OK, PATH_LEN, UNSUPPORTED, Block, ProtocolError,
                    check_supported, native, shm_exists, shm_unlink)
 from .cvec import VecEnv, usable_cpus
@@ -55,13 +55,15 @@ ISOLATE_SOURCE = ENVS_DIR / "shm" / "isolate_server.c"
 MAX_RESTARTS_IN_A_ROW = 3
 TAIL_BYTES = 2000
 SLICE_NS = 50_000_000  # the trainer checks that its servers live this often while waiting
+STARTUP_S = 5.0  # a launched server has max(timeout, this) to create its block (an attached one: timeout)
 
 _counter = itertools.count()
 _live: "weakref.WeakSet[ShmVecEnv]" = weakref.WeakSet()
 
 
-class ServerError(RuntimeError):
-    """A server could not be started or connected (not a fault during training: those restart)."""
+class ServerError(EnvError):
+    """A server could not be started, connected or restarted, or answered with an error (a fault
+    during training that a restart can mend is a warning, not this)."""
 
 
 def _signal_exit(signum, frame):
@@ -199,6 +201,7 @@ class ShmVecEnv(EnvBase):
         self._make_servers(total_agents, procs)
 
     def _make_servers(self, total_agents, procs):
+        self.num_agents_asked = int(total_agents)
         if procs > total_agents:
             raise ValueError(f"{procs} server processes for {total_agents} agents: each needs at least one")
         base, extra = divmod(int(total_agents), procs)
@@ -238,14 +241,17 @@ class ShmVecEnv(EnvBase):
             return ""
 
     def _describe(self, s):
-        code = s.proc.poll() if s.proc else None
+        if s.proc is None:
+            return f"attached server {s.index} (block {s.name})"
+        code = s.proc.poll()
         tail = self._tail(s)
         return (f"server {s.index} (pid {s.proc.pid if s.proc else '-'}, block {s.name}): {_exit_text(code)}"
                 + ("; its output ends:\n    " + "\n    ".join(tail.splitlines()[-15:]) if tail else "; no output"))
 
     def _connect(self, s, expect):
         """Waits for the server's block, maps it, checks it and unlinks its name."""
-        deadline = time.monotonic() + max(self.timeout, 5.0)
+        wait = self.timeout if s.proc is None else max(self.timeout, STARTUP_S)
+        deadline = time.monotonic() + wait
         while True:
             if s.proc is not None and s.proc.poll() is not None:
                 raise ServerError(f"{self.name}: {self._describe(s)}\n  (it exited before its block was ready; "
@@ -259,8 +265,17 @@ class ShmVecEnv(EnvBase):
             if b is not None:
                 break
             if time.monotonic() > deadline:
-                raise ServerError(f"{self.name}: {self._describe(s)}\n  (no ready block {s.name} after "
-                                  f"{max(self.timeout, 5.0):.0f} s)")
+                exists = shm_exists(s.name)
+                if s.proc is None:
+                    raise ServerError(
+                        f"{self.name}: " + (f"the block {s.name} exists but its server has not marked it ready"
+                                            if exists else f"no server has created the block {s.name} yet")
+                        + f" (waited {wait:g} s, [env] timeout); attach mode maps blocks of servers started "
+                        f"beforehand: start the server, or fix attach = ... in the env's ini")
+                raise ServerError(f"{self.name}: server {s.index} (pid {s.proc.pid}) is running but "
+                                  + (f"has not marked its block {s.name} ready" if exists else
+                                     f"has not created its block {s.name}")
+                                  + f" after {wait:g} s; {self._describe(s)}")
             time.sleep(0.002)
         if not self._attach:
             shm_unlink(s.name)  # both sides have it mapped: the name is no longer needed
@@ -283,6 +298,15 @@ class ShmVecEnv(EnvBase):
             if self.spec is None:
                 self.spec = spec
             s.declared = spec["num_agents"]
+            # a server runs the agents it was asked for; an isolated header, like the in-process vecenv,
+            # may make more (whole envs until the count is reached)
+            if s.declared != s.agents and (self.header is None or s.declared < s.agents):
+                raise ServerError(f"{self.name}: server {s.index} (block {s.name}) declares num_agents = "
+                                  f"{s.declared}, but it was asked for {s.agents} ({self.num_agents_asked} agents over "
+                                  f"{len(self._servers)} server(s)); " + (
+                                      "attached servers must together hold vec.total_agents: set it to their total"
+                                      if self._attach else "a server must create exactly the agents its {agents} "
+                                      "argument names"))
         spec = self.spec
         self.obs_size = spec["obs_size"]
         self.obs_dtype = np.dtype(spec["obs_dtype"])
@@ -428,7 +452,9 @@ class ShmVecEnv(EnvBase):
         for s in self._servers[lo + max(bad, 0):hi] if bad >= 0 else ():
             status = int(s.block.h["status"])
             if status != OK and cmd in (CMD_STEP, CMD_RESET):
-                raise ServerError(f"{self.name}: server {s.index} answered {cmd} with status {status}: "
+                pid = s.proc.pid if s.proc else "unknown: attached"
+                raise ServerError(f"{self.name}: server {s.index} (pid {pid}, block {s.name}) answered a "
+                                  f"{'step' if cmd == CMD_STEP else 'reset'} with status {status}: "
                                   f"{s.block.message() or 'no message'}")
 
     def _restart(self, s, why):

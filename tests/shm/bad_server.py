@@ -1,11 +1,13 @@
 """A Python server that declares something wrong on purpose (tests/test_shm.py): --version V
 writes another protocol version; --obs-size D makes server --bad-index declare another observation
-size. Otherwise it serves envs.shm.server's Reacher."""
+size; --extra-agents N declares N agents more than asked; --fail-at-step N answers its N-th step
+with status -2 (FAILED) and a message. Otherwise it serves envs.shm.server's Reacher."""
 import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from envs.shm import CMD_QUIT, CMD_RESET, CMD_STEP, FAILED, OK  # noqa: E402
 from envs.shm.server import Reacher, Server  # noqa: E402
 
 
@@ -17,15 +19,36 @@ def main():
     p.add_argument("--version", type=int, default=0)
     p.add_argument("--obs-size", type=int, default=0)
     p.add_argument("--bad-index", type=int, default=-1)
+    p.add_argument("--extra-agents", type=int, default=0)
+    p.add_argument("--fail-at-step", type=int, default=0)
     args = p.parse_args()
     bad = args.index == args.bad_index
     obs = args.obs_size if bad and args.obs_size else Reacher.OBS
+    args.agents += args.extra_agents
     srv = Server(args.shm, args.agents, obs, Reacher.ACTS, log_names=("perf", "score", "n"), ready=False)
     if args.version:
         srv.block.h["version"] = args.version
     srv.set_ready()
     game = Reacher(args.agents)
-    srv.serve(game.step, game.reset)
+    if not args.fail_at_step:
+        srv.serve(game.step, game.reset)
+        return
+    steps = 0
+    while True:
+        cmd, arg = srv.wait()
+        if cmd == CMD_QUIT:
+            break
+        if cmd == CMD_STEP:
+            steps += 1
+            if steps == args.fail_at_step:
+                srv.block.h["message"] = b"the map file went away"
+                srv.reply(FAILED)
+                continue
+            game.step(srv)
+        elif cmd == CMD_RESET:
+            game.reset(srv, arg)
+        srv.reply(OK)
+    srv.close()
 
 
 if __name__ == "__main__":
