@@ -382,14 +382,104 @@ def test_attach_to_servers_someone_else_started(tmp_path):
             time.sleep(0.01)
         with envs.make(str(ini), 16) as env:
             assert env.num_agents == 16 and env.server_pids() == [None, None]
+            assert [int(s.block.h["trainer_pid"]) for s in env._servers] == [os.getpid()] * 2
             env.reset()
             _random_steps(env, 4)
             assert env.log()["n"] == 16
-        assert all(shm.shm_exists(n) for n in names)  # not ours to unlink: the servers still serve
+        # the trainer sent quit: each server exits and unlinks its own name
+        assert [p.wait(5) for p in procs] == [0, 0]
+        assert not any(shm.shm_exists(n) for n in names)
     finally:
         for p in procs:
-            p.terminate()  # SIGTERM: each server unlinks its own name
-            p.wait(5)
+            if p.poll() is None:
+                p.terminate()  # SIGTERM: each server unlinks its own name
+                p.wait(5)
+
+
+def _arena_server(name, agents=8):
+    exe = build_executable(ROOT / "envs" / "ocean" / "arena" / "arena_server.c")
+    proc = subprocess.Popen([str(exe), "--agents", str(agents), "--shm", name, "--max-steps", "4"])
+    for _ in range(500):
+        if shm.shm_exists(name):
+            break
+        time.sleep(0.01)
+    return proc
+
+
+@pytest.mark.slow
+def test_an_attached_server_killed_and_started_again_costs_only_truncated_episodes(tmp_path):
+    name = f"/puf-attach-{os.getpid()}-again"
+    first = _arena_server(name)
+    second = None
+    try:
+        ini = tmp_path / "attached.ini"
+        ini.write_text(f"[env]\nattach = {name}\nreattach = 20\n", encoding="utf-8")
+        with envs.make(str(ini), 8) as env:
+            env.reset()
+            _random_steps(env, 3)
+            first.kill()  # SIGKILL: its block stays behind
+            first.wait()
+            # started again 3 s later, as a user would from a shell (from this thread: Linux's
+            # parent-death signal follows the thread that forked, and the servers ask for it)
+            exe = build_executable(ROOT / "envs" / "ocean" / "arena" / "arena_server.c")
+            second = subprocess.Popen(["sh", "-c", f"sleep 3 && exec {exe} --agents 8 --shm {name} --max-steps 4"])
+            t0 = time.monotonic()
+            env.step(np.zeros_like(env.actions))  # waits for the new server, which resets
+            assert 2.5 < time.monotonic() - t0 < 15
+            assert env.restarts == 1 and (env.terminals == 1).all() and (env.truncations == 1).all()
+            assert f"exited (pid {first.pid} is gone)" in env.faults[0]
+            _random_steps(env, 4)
+            assert env.epoch_metrics()["server_restarts"] == 1.0
+        assert second.wait(5) == 0 and not shm.shm_exists(name)
+    finally:
+        for p in (first, second):
+            if p is not None and p.poll() is None:
+                p.terminate()
+                p.wait(5)
+        shm.shm_unlink(name)
+
+
+_ATTACHED_TRAINER = """
+import sys, time
+sys.path.insert(0, {root!r})
+import envs
+env = envs.make({ini!r}, 8)
+env.reset()
+env.step()
+print("stepping", flush=True)
+time.sleep(60)
+"""
+
+
+def test_an_attached_server_outlives_its_killed_trainer_and_serves_the_next(tmp_path):
+    name = f"/puf-attach-{os.getpid()}-orphan"
+    server = _arena_server(name)
+    try:
+        ini = tmp_path / "attached.ini"
+        ini.write_text(f"[env]\nattach = {name}\n", encoding="utf-8")
+        child = subprocess.Popen([sys.executable, "-c", _ATTACHED_TRAINER.format(root=str(ROOT), ini=str(ini))],
+                                 stdout=subprocess.PIPE, text=True)
+        assert child.stdout.readline().strip() == "stepping"
+        block = shm.Block.attach_ready(name)
+        assert int(block.h["trainer_pid"]) == child.pid
+        child.kill()
+        child.wait()
+        for _ in range(100):  # the server checks every 200 ms
+            if int(block.h["trainer_pid"]) == 0:
+                break
+            time.sleep(0.05)
+        assert int(block.h["trainer_pid"]) == 0 and server.poll() is None
+        block.close()
+        with envs.make(str(ini), 8) as env:  # the next trainer
+            env.reset()
+            _random_steps(env, 3)
+            assert env.log() == {} or env.log()["n"] >= 0
+        assert server.wait(5) == 0 and not shm.shm_exists(name)
+    finally:
+        if server.poll() is None:
+            server.terminate()
+            server.wait(5)
+        shm.shm_unlink(name)
 
 
 _TRAINER_CHILD = """

@@ -131,9 +131,38 @@ def shm_unlink(name):
         return False
 
 
+def stale(name):
+    """Whether `name` holds the block of a server that no longer runs (its header's server_pid is
+    gone), as puffer_server.h's puf_shm_stale: a server started again on the name may take it over."""
+    try:
+        fd = _posixshmem().shm_open(name, os.O_RDONLY, 0)
+    except FileNotFoundError:
+        return False
+    try:
+        raw = os.pread(fd, 4, HEADER.fields["server_pid"][1])
+    finally:
+        os.close(fd)
+    pid = int.from_bytes(raw, "little", signed=True) if len(raw) == 4 else 0
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        pass
+    return False
+
+
 def _map(name, create_size=None):
     flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create_size else 0)
-    fd = _posixshmem().shm_open(name, flags, 0o600)
+    try:
+        fd = _posixshmem().shm_open(name, flags, 0o600)
+    except FileExistsError:
+        if not stale(name):
+            raise
+        shm_unlink(name)  # a dead server's block: take the name over
+        fd = _posixshmem().shm_open(name, flags, 0o600)
     try:
         if create_size:
             os.ftruncate(fd, create_size)

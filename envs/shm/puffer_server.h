@@ -295,6 +295,17 @@ typedef struct PufServer {
 
 static const char* volatile puf_server_signal_name = NULL;
 
+/* 1 if `name` holds the block of a server that no longer runs (its header's server_pid is gone):
+ * a server restarted on the same name (attach mode) may then unlink it and create its own. */
+static int puf_shm_stale(const char* name) {
+    int fd = shm_open(name, O_RDONLY, 0);
+    if (fd < 0) return 0;
+    int32_t pid = 0;
+    int got = pread(fd, &pid, sizeof pid, (off_t)offsetof(PufShmHeader, server_pid)) == (ssize_t)sizeof pid;
+    close(fd);
+    return got && pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
 /* SIGTERM/SIGINT/SIGHUP (and the parent-death signal): unlink the block's name if the trainer has
  * not done it yet, then exit. shm_unlink and _exit are async-signal-safe enough for this. */
 static void puf_server_on_signal(int sig) {
@@ -352,6 +363,10 @@ static inline int puf_server_open(PufServer* s, const char* name, const PufServe
     puf_shm_layout(&proto);
 
     int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0 && errno == EEXIST && puf_shm_stale(name)) {  /* a dead server's block: take the name over */
+        shm_unlink(name);
+        fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    }
     if (fd < 0) {
         snprintf(err, (size_t)err_len, "shm_open(%s): %s", name, strerror(errno));
         return -1;
@@ -418,6 +433,10 @@ static inline uint32_t puf_server_wait(PufServer* s, uint64_t* arg) {
     PufShmHeader* h = s->h;
     while (!puf_wait_change(&h->request_seq, s->seen, &h->server_waiting, 200000000, s->spin)) {
         if (getppid() != s->parent) return PUF_CMD_QUIT;
+        /* an attached server's trainer is not its parent: the trainer's pid in the header tells. When
+         * it is gone the server forgets it and waits for the next trainer to map the block. */
+        uint32_t trainer = h->trainer_pid;
+        if (trainer != 0 && kill((pid_t)trainer, 0) != 0 && errno == ESRCH) h->trainer_pid = 0;
     }
     s->seen = puf_load_acquire(&h->request_seq);
     if (arg) *arg = h->arg;

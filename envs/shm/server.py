@@ -30,6 +30,16 @@ from . import CMD_LOAD, CMD_QUIT, CMD_RESET, CMD_SAVE, CMD_STEP, FLAG_CLOSED, FL
 SLICE_NS = 200_000_000  # between checks that the parent is alive
 
 
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
 class Server:
     def __init__(self, name, num_agents, obs_size, act_sizes, obs_dtype=np.float32, masks=False, picture=None,
                  log_names=("n",), frameskip=1, ready=True):
@@ -73,6 +83,11 @@ class Server:
         while not self._lib.puf_py_server_wait(self._base, self._seen, SLICE_NS, self.spin):
             if os.getppid() != self._parent:
                 return CMD_QUIT, 0
+            # an attached server's trainer is not its parent: when the pid it wrote is gone, forget it
+            # and wait for the next trainer to map the block (as puffer_server.h does)
+            trainer = int(self.block.h["trainer_pid"])
+            if trainer and not _alive(trainer):
+                self.block.h["trainer_pid"] = 0
         self._seen = int(self._lib.puf_py_load(self._words + WORD_REQUEST_SEQ))
         h = self.block.h
         return int(h["command"]), int(h["arg"])

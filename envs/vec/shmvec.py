@@ -21,8 +21,15 @@ Faults: a server that exits, crashes, or does not answer within `timeout` second
 (exit status and the tail of its output), killed, restarted and reset; its agents' episodes end
 as truncated (terminals and truncations 1, reward 0) and training goes on. env/server_restarts
 counts restarts. A server that cannot start, or a header that disagrees with the others (version,
-sizes, dtype), is an error naming both sides' values. close() quits the servers; an atexit hook
-and a SIGTERM hook do it too, and servers exit by themselves when their parent dies.
+sizes, dtype, agent count), is an error naming both sides' values. close() quits the servers; an
+atexit hook and a SIGTERM hook do it too, and servers exit by themselves when their parent dies.
+
+Attach mode: the trainer writes its pid into each block (trainer_pid), watches each server's pid
+from the header while it waits, and quits the servers at close(). An attached server that dies or
+hangs ends its agents' episodes as truncated, and the trainer waits up to `reattach` seconds
+(default 60) for a server to create the block again (the dead server's block is unlinked so that
+the name is free), then maps it, checks it declares the same, resets it and goes on; after that,
+an error. An attached server whose trainer died (its pid gone) forgets it and waits for the next.
 """
 from __future__ import annotations
 
@@ -50,7 +57,7 @@ from .registry import SHM_KEYS, env_config, resolve
 
 # Spin iterations before sleeping (see ShmVecEnv._choose_spins; docs/protocol.md has the measurements)
 LONG_SPIN, SHORT_SPIN = 20000, 100
-SERVER_KEYS = {"command", "build", "attach", "processes", "timeout", "isolate"}
+SERVER_KEYS = {"command", "build", "attach", "processes", "timeout", "reattach", "isolate"}
 ISOLATE_SOURCE = ENVS_DIR / "shm" / "isolate_server.c"
 MAX_RESTARTS_IN_A_ROW = 3
 TAIL_BYTES = 2000
@@ -83,6 +90,20 @@ def _install_hooks():
     if threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGTERM"):
         if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
             signal.signal(signal.SIGTERM, _signal_exit)
+
+
+def _pid_alive(pid):
+    """Whether process `pid` exists (a server's pid from its header: attached servers are not our
+    children, so only the OS can say)."""
+    if pid <= 0:
+        return True  # not declared: assume alive, the timeout still applies
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _exit_text(code):
@@ -149,6 +170,10 @@ class ShmVecEnv(EnvBase):
         values = merge_config(env_config(ini), overrides, ini, ini)
         self.config = values
         self.timeout = float(values["timeout"])
+        self.reattach = float(values["reattach"])
+        if not self.timeout > 0 or self.reattach < 0:
+            raise ValueError(f"{ini}: [env] timeout = {values['timeout']!r} must be > 0 and reattach = "
+                             f"{values['reattach']!r} >= 0 (seconds)")
         attach = values.get("attach")
         self._attach = [a.strip() for a in str(attach).split(",") if a.strip()] if attach not in (None, "", 0) else []
         if self._attach:
@@ -184,6 +209,7 @@ class ShmVecEnv(EnvBase):
         own = env_config(name_or_path)  # a key the env itself reads stays the env's too
         shm_cfg = {k: overrides.get(k, v) if k in own else overrides.pop(k, v) for k, v in SHM_KEYS.items()}
         self.timeout = float(shm_cfg["timeout"])
+        self.reattach = 0.0
         self.config = VecEnv._merge_config(name_or_path, overrides)
         # default one server (its envs on OpenMP threads, as in-process; the trainer reads its
         # arrays in place); more processes confine a crash to fewer agents, at one copy per step
@@ -279,6 +305,7 @@ class ShmVecEnv(EnvBase):
             time.sleep(0.002)
         if not self._attach:
             shm_unlink(s.name)  # both sides have it mapped: the name is no longer needed
+        b.h["trainer_pid"] = os.getpid()  # an attached server watches it to learn that its trainer died
         spec = b.spec()
         if expect is not None:
             for key, want in expect.items():
@@ -443,7 +470,14 @@ class ShmVecEnv(EnvBase):
             for s in self._servers[lo:hi]:
                 if not self._links[s.index].pending:
                     continue
-                code = s.proc.poll() if s.proc else None
+                if s.proc is None:  # attached: its pid in the header says whether it lives
+                    pid = int(s.block.h["server_pid"])
+                    if not _pid_alive(pid):
+                        self._reattach(s, f"exited (pid {pid} is gone)")
+                    elif now - s.rung_at > self.timeout:
+                        self._reattach(s, f"did not answer within {self.timeout:g} s")
+                    continue
+                code = s.proc.poll()
                 if code is not None:
                     self._restart(s, "exited")
                 elif now - s.rung_at > self.timeout:
@@ -460,9 +494,6 @@ class ShmVecEnv(EnvBase):
     def _restart(self, s, why):
         """A failed server: report, kill, start a new one, reset it; its rows end their episodes as
         truncated."""
-        if s.proc is None:
-            raise ServerError(f"{self.name}: attached server {s.index} (block {s.name}) {why}; a server the "
-                              f"trainer did not start cannot be restarted")
         for attempt in range(MAX_RESTARTS_IN_A_ROW + 1):
             alive = s.proc.poll() is None
             if alive:
@@ -514,6 +545,63 @@ class ShmVecEnv(EnvBase):
             self._terminals[r0:r1] = 1
             self._truncations[r0:r1] = 1
             return
+
+    def _reattach(self, s, why):
+        """An attached server died or hangs: its agents' episodes end as truncated and the trainer
+        waits up to [env] reattach seconds for a server to create the block again, then maps it."""
+        old_pid = int(s.block.h["server_pid"])
+        line = f"{self.name}: attached server {s.index} (pid {old_pid}, block {s.name}) {why}"
+        self.faults.append(line)
+        print(f"warning: {line}\n  its {s.declared} agents' episodes end as truncated; waiting up to "
+              f"{self.reattach:g} s ([env] reattach) for a server to create {s.name} again", file=sys.stderr, flush=True)
+        old, s.block, s.keep = s.block, None, None
+        self._harvest_log(old)  # episodes that ended before the fault still count
+        if self._zero_copy:  # views of it may be alive: unmapped at close()
+            self._retired.append(old)
+        else:
+            old.close()
+        if not _pid_alive(old_pid):
+            shm_unlink(s.name)  # the dead server's block: a new server can create the name again
+        deadline = time.monotonic() + self.reattach
+        while True:
+            try:
+                b = Block.attach_ready(s.name, who=f"server {s.index}")
+            except FileNotFoundError:
+                b = None
+            except ProtocolError as e:
+                raise ServerError(f"{self.name}: {e}") from None
+            if b is not None and int(b.h["server_pid"]) != old_pid:
+                break
+            if b is not None:
+                b.close()
+            if time.monotonic() > deadline:
+                raise ServerError(f"{self.name}: attached server {s.index} (block {s.name}) {why}, and no server "
+                                  f"created {s.name} again within {self.reattach:g} s ([env] reattach)")
+            time.sleep(0.02)
+        spec = b.spec()
+        for key, want in {**self._same(self.spec), "num_agents": s.declared}.items():
+            if spec[key] != want:
+                b.close()
+                raise ServerError(f"{self.name}: the server attached again on {s.name} has {key} = {spec[key]!r}, "
+                                  f"the one before had {want!r}; it must declare the same")
+        b.h["trainer_pid"] = os.getpid()
+        s.block = b
+        self.restarts += 1
+        if self._zero_copy:
+            self._observations, self._rewards = s.block.observations, s.block.rewards
+        self._link(s)
+        s.gen += 1
+        self._lib.puf_client_ring(self._links + s.index, CMD_RESET, (s.seed + s.gen * 0x85EBCA6B) & 0xFFFFFFFF)
+        deadline = time.monotonic() + self.timeout
+        while self._lib.puf_client_wait_all(self._links + s.index, 1, SLICE_NS, self.spin, 1):
+            if not _pid_alive(int(s.block.h["server_pid"])) or time.monotonic() > deadline:
+                raise ServerError(f"{self.name}: the server attached again on {s.name} did not answer its reset")
+        print(f"note: {self.name}: a server (pid {int(s.block.h['server_pid'])}) attached again on {s.name}; "
+              f"training goes on", file=sys.stderr, flush=True)
+        r0, r1 = s.rows
+        self._rewards[r0:r1] = 0
+        self._terminals[r0:r1] = 1
+        self._truncations[r0:r1] = 1
 
     def save_state(self, path):
         """Asks every server to save its whole state (the protocol's optional save command) to
@@ -616,7 +704,9 @@ class ShmVecEnv(EnvBase):
         self._closed = True
         _live.discard(self)
         for s in self._servers:
-            if s.block is not None and s.proc is not None and s.proc.poll() is None and hasattr(self, "_links"):
+            live = s.proc.poll() is None if s.proc is not None else (
+                s.block is not None and _pid_alive(int(s.block.h["server_pid"])))
+            if s.block is not None and live and hasattr(self, "_links"):
                 try:
                     if not self._links[s.index].pending:
                         self._lib.puf_client_ring(self._links + s.index, CMD_QUIT, 0)
@@ -637,8 +727,11 @@ class ShmVecEnv(EnvBase):
         for s in self._servers:
             s.keep = None
             if s.block is not None:
+                pid = int(s.block.h["server_pid"])
                 s.block.close()
                 s.block = None
+                if self._attach and not _pid_alive(pid):
+                    shm_unlink(s.name)  # its server died: nobody else will remove the block
             if s.name and not self._attach:
                 shm_unlink(s.name)
         if getattr(self, "_tmp", None):
