@@ -674,3 +674,46 @@ def test_a_layout_mismatch_names_the_field_and_both_values():
             shm.Block.attach_ready(name)
     finally:
         srv.close()
+
+
+@pytest.mark.slow
+def test_training_survives_an_attached_server_killed_and_started_again(tmp_path):
+    """trainer.run on an attached arena server; SIGKILL of the server, started again 3 s later:
+    training goes on to its end and the log counts the restart."""
+    name = f"/puf-attach-{os.getpid()}-train"
+    exe = build_executable(ROOT / "envs" / "ocean" / "arena" / "arena_server.c")
+    first = subprocess.Popen([str(exe), "--agents", "64", "--shm", name])
+    second = None
+    try:
+        for _ in range(500):
+            if shm.shm_exists(name):
+                break
+            time.sleep(0.01)
+        ini = tmp_path / "attached.ini"
+        ini.write_text(f"[env]\nattach = {name}\nreattach = 30\n", encoding="utf-8")
+        trainer = subprocess.Popen(
+            [sys.executable, "-m", "trainer.run", "--env", str(ini), "--plain", "--vec.total_agents", "64",
+             "--train.horizon", "16", "--train.minibatch_size", "256", "--policy.hidden_size", "16",
+             "--policy.num_layers", "1", "--train.total_timesteps", str(64 * 16 * 40), "--base.checkpoint_dir",
+             str(tmp_path / "ck"), "--base.log_dir", str(tmp_path / "logs")],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        lines = []
+        for line in trainer.stdout:
+            lines.append(line)
+            if line.startswith("epoch 3/"):
+                break
+        first.kill()
+        first.wait()
+        second = subprocess.Popen(["sh", "-c", f"sleep 3 && exec {exe} --agents 64 --shm {name}"])
+        out = "".join(lines) + trainer.stdout.read()
+        assert trainer.wait(120) == 0, out
+        assert f"attached server 0 (pid {first.pid}, block {name}) exited" in out and "attached again" in out, out
+        records = [json.loads(x) for x in next((tmp_path / "logs").rglob("*.jsonl")).read_text().splitlines()]
+        assert records[-1]["epoch"] == 40 and records[-1]["env/server_restarts"] == 1.0
+        assert second.wait(10) == 0 and not shm.shm_exists(name)  # quit at the end: nothing left
+    finally:
+        for p in (first, second):
+            if p is not None and p.poll() is None:
+                p.terminate()
+                p.wait(5)
+        shm.shm_unlink(name)
