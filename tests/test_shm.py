@@ -717,3 +717,55 @@ def test_training_survives_an_attached_server_killed_and_started_again(tmp_path)
                 p.terminate()
                 p.wait(5)
         shm.shm_unlink(name)
+
+
+def _protocol_servers():
+    """The example servers of docs/protocol.md: {file name: code}, from the blocks after
+    `<!-- server: NAME -->`."""
+    text = (ROOT / "docs" / "protocol.md").read_text(encoding="utf-8")
+    return {m[1]: m[2] for m in re.finditer(r"<!-- server: (\S+) -->\n```\w+\n(.*?)```", text, re.S)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("server", ["catch.c", "catch.py"])
+def test_the_protocol_documents_servers_build_and_train(server, tmp_path, monkeypatch):
+    files = _protocol_servers()
+    assert set(files) == {"catch.c", "catch.ini", "catch.py"}
+    for name, code in files.items():
+        (tmp_path / name).write_text(code, encoding="utf-8")
+    if server == "catch.py":  # the same ini, with the Python server's command
+        ini = files["catch.ini"].replace("build = catch.c\n", "").replace("{build}", "{python} catch.py")
+        (tmp_path / "catch.ini").write_text(ini, encoding="utf-8")
+        monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the server imports envs.shm.server
+    from trainer.run import main
+    logs = tmp_path / "logs"
+    assert main(["--env", str(tmp_path / "catch.ini"), "--plain", "--vec.total_agents", "256", "--train.horizon", "32",
+                 "--train.minibatch_size", "2048", "--policy.hidden_size", "32", "--policy.num_layers", "1",
+                 "--train.total_timesteps", str(256 * 32 * 12), "--base.checkpoint_dir", str(tmp_path / "ck"),
+                 "--base.log_dir", str(logs)]) == 0
+    records = [json.loads(x) for x in next(logs.rglob("*.jsonl")).read_text().splitlines()]
+    epochs = [r for r in records if "epoch" in r]
+    assert epochs[-1]["epoch"] == 12 and epochs[-1]["env/server_restarts"] == 0
+    # every episode lasts exactly 10 steps: an epoch of 32 steps ends 3 or 4 per agent, as the protocol's
+    # log semantics count them (n = episodes, perf their mean catch rate)
+    assert {r["env/n"] for r in epochs} <= {768.0, 1024.0} and all(0 < r["env/perf"] < 1 for r in epochs)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_of_an_attached_trainer_quits_its_servers(sig, tmp_path):
+    name = f"/puf-attach-{os.getpid()}-sig{int(sig)}"
+    server = _arena_server(name)
+    try:
+        ini = tmp_path / "attached.ini"
+        ini.write_text(f"[env]\nattach = {name}\n", encoding="utf-8")
+        child = subprocess.Popen([sys.executable, "-c", _ATTACHED_TRAINER.format(root=str(ROOT), ini=str(ini))],
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        assert child.stdout.readline().strip() == "stepping"
+        child.send_signal(sig)
+        child.wait(10)
+        assert server.wait(5) == 0 and not shm.shm_exists(name)  # quit by the trainer on its way out
+    finally:
+        if server.poll() is None:
+            server.terminate()
+            server.wait(5)
+        shm.shm_unlink(name)
