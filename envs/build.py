@@ -643,7 +643,7 @@ def load_module(header, extra=None):
     if key in _loaded:
         return _loaded[key]
     ext = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    stem = "".join(c if c.isalnum() else "_" for c in header.stem)
+    stem = _slug(header.stem)
 
     def compile_into(out, modname):
         py_include = _python_include()
@@ -708,6 +708,23 @@ def load_cffi(stem, cdef, source, includes=(), flags=None):
     return module
 
 
+def _slug(name):
+    """A file-name-safe stem (letters, digits, _)."""
+    return "".join(c if c.isalnum() else "_" for c in name)
+
+
+def _build_c(kind, source, stem, cc, flags, before=(), after=(), suffix=""):
+    """One C file compiled into a cached artifact: `cc flags -MD ... before source -o OUT after`."""
+    def compile_into(out, _name):
+        with tempfile.TemporaryDirectory(prefix=f"{stem}-", dir=out.parent) as tmp:
+            dep_file = Path(tmp) / "deps.d"
+            cmd = [*cc, *flags, "-MD", "-MF", str(dep_file), *before, str(source), "-o", str(out), *after]
+            res = run_compiler(cmd, str(source), cc)
+            return [*_read_deps(dep_file, res.stdout, cc), str(source)], {"source": str(source)}
+
+    return cached_build(kind, stem, [source, *cc, compiler_version(cc), *flags], compile_into, suffix)[0]
+
+
 def build_executable(source, name=None, defines=(), includes=(), openmp=False):
     """Compiles a C program `source` (a game server, or the generic server around an env header)
     into the cache and returns its path; the C runtime (C_DIR) and the protocol header's folder
@@ -717,16 +734,7 @@ def build_executable(source, name=None, defines=(), includes=(), openmp=False):
     flags = [*OPT_FLAGS, *STRICT_FLAGS, *(openmp_flags(cc) if openmp else [])]
     flags += [f"-D{d}" for d in defines] + [f"-I{i}" for i in (*includes, C_DIR, ENVS_DIR / "shm")]
     flags += split_command(os.environ.get("PUFFGPU_CFLAGS", ""))
-    stem = "".join(c if c.isalnum() else "_" for c in (name or source.stem))
-
-    def compile_into(out, _name):
-        with tempfile.TemporaryDirectory(prefix=f"{stem}-", dir=out.parent) as tmp:
-            dep_file = Path(tmp) / "deps.d"
-            cmd = [*cc, *flags, "-MD", "-MF", str(dep_file), str(source), "-o", str(out), "-lm"]
-            res = run_compiler(cmd, str(source), cc)
-            return [*_read_deps(dep_file, res.stdout, cc), str(source)], {"source": str(source)}
-
-    return cached_build("exe", stem, [source, *cc, compiler_version(cc), *flags], compile_into)[0]
+    return _build_c("exe", source, _slug(name or source.stem), cc, flags, after=["-lm"])
 
 
 def build_object(source, flags, cc=None, include_dirs=()):
@@ -735,13 +743,4 @@ def build_object(source, flags, cc=None, include_dirs=()):
     source = Path(source).resolve()
     cc = cc or compiler()
     flags = [*flags, *pic_flags(sys.platform), *(f"-I{d}" for d in include_dirs)]
-    stem = "".join(c if c.isalnum() else "_" for c in source.stem)
-
-    def compile_into(out, _name):
-        with tempfile.TemporaryDirectory(prefix=f"{stem}-", dir=out.parent) as tmp:
-            dep_file = Path(tmp) / "deps.d"
-            cmd = [*cc, *flags, "-MD", "-MF", str(dep_file), "-c", str(source), "-o", str(out)]
-            res = run_compiler(cmd, str(source), cc)
-            return [*_read_deps(dep_file, res.stdout, cc), str(source)], {"source": str(source)}
-
-    return cached_build("obj", stem, [source, *cc, compiler_version(cc), *flags], compile_into, ".o")[0]
+    return _build_c("obj", source, _slug(source.stem), cc, flags, before=["-c"], suffix=".o")

@@ -370,16 +370,11 @@ def test_a_server_that_cannot_start_shows_its_output(tmp_path):
 
 
 def test_attach_to_servers_someone_else_started(tmp_path):
-    exe = build_executable(ROOT / "envs" / "ocean" / "arena" / "arena_server.c")
     names = [f"/puf-attach-{os.getpid()}-{i}" for i in range(2)]
-    procs = [subprocess.Popen([str(exe), "--agents", "8", "--shm", n, "--max-steps", "4"]) for n in names]
+    procs = [_arena_server(n) for n in names]
     try:
         ini = tmp_path / "attached.ini"
         ini.write_text(f"[env]\nattach = {names[0]}, {names[1]}\n", encoding="utf-8")
-        for _ in range(500):
-            if all(shm.shm_exists(n) for n in names):
-                break
-            time.sleep(0.01)
         with envs.make(str(ini), 16) as env:
             assert env.num_agents == 16 and env.server_pids() == [None, None]
             assert [int(s.block.h["trainer_pid"]) for s in env._servers] == [os.getpid()] * 2

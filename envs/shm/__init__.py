@@ -131,6 +131,20 @@ def shm_unlink(name):
         return False
 
 
+def pid_alive(pid):
+    """Whether process `pid` exists: a pid from a header (server_pid, trainer_pid), whose process
+    need not be ours, so only the OS can say. 0 or less (not declared) counts as alive."""
+    if pid <= 0:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
 def stale(name):
     """Whether `name` holds the block of a server that no longer runs (its header's server_pid is
     gone), as puffer_server.h's puf_shm_stale: a server started again on the name may take it over."""
@@ -142,16 +156,7 @@ def stale(name):
         raw = os.pread(fd, 4, HEADER.fields["server_pid"][1])
     finally:
         os.close(fd)
-    pid = int.from_bytes(raw, "little", signed=True) if len(raw) == 4 else 0
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        pass
-    return False
+    return len(raw) == 4 and not pid_alive(int.from_bytes(raw, "little", signed=True))
 
 
 def _map(name, create_size=None):

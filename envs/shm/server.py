@@ -25,19 +25,9 @@ import sys
 import numpy as np
 
 from . import CMD_LOAD, CMD_QUIT, CMD_RESET, CMD_SAVE, CMD_STEP, FLAG_CLOSED, FLAG_READY, OK, UNSUPPORTED, \
-    WORD_FLAGS, WORD_REQUEST_SEQ, Block, native, shm_unlink
+    WORD_FLAGS, WORD_REQUEST_SEQ, Block, native, pid_alive, shm_unlink
 
 SLICE_NS = 200_000_000  # between checks that the parent is alive
-
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
 
 
 class Server:
@@ -86,7 +76,7 @@ class Server:
             # an attached server's trainer is not its parent: when the pid it wrote is gone, forget it
             # and wait for the next trainer to map the block (as puffer_server.h does)
             trainer = int(self.block.h["trainer_pid"])
-            if trainer and not _alive(trainer):
+            if not pid_alive(trainer):
                 self.block.h["trainer_pid"] = 0
         self._seen = int(self._lib.puf_py_load(self._words + WORD_REQUEST_SEQ))
         h = self.block.h

@@ -85,12 +85,6 @@ def game_path(path):
     return resolve(path).path
 
 
-def js_config(path):
-    """The config keys of a game with their values: PufferLib's default [env] keys, the JS
-    defaults, then the [env] and [js] sections of its ini (registry.env_config)."""
-    return env_config(path)
-
-
 def _check(config, path):
     w, h, c = config["picture_width"], config["picture_height"], config["picture_channels"]
     for key, v in (("picture_width", w), ("picture_height", h)):

@@ -50,7 +50,7 @@ import numpy as np
 
 from ..build import ENVS_DIR, EnvError, build_executable
 from ..shm import (CMD_LOAD, CMD_QUIT, CMD_RESET, CMD_SAVE, CMD_STEP, OK, PATH_LEN, UNSUPPORTED, Block, ProtocolError,
-                   check_supported, native, shm_exists, shm_unlink)
+                   check_supported, native, pid_alive, shm_exists, shm_unlink)
 from .cvec import VecEnv, usable_cpus
 from .interface import EnvBase, check_counts, merge_config, spread_seed
 from .registry import SHM_KEYS, env_config, resolve
@@ -92,18 +92,9 @@ def _install_hooks():
             signal.signal(signal.SIGTERM, _signal_exit)
 
 
-def _pid_alive(pid):
-    """Whether process `pid` exists (a server's pid from its header: attached servers are not our
-    children, so only the OS can say)."""
-    if pid <= 0:
-        return True  # not declared: assume alive, the timeout still applies
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def _mismatch(spec, expect):
+    """The first (key, declared, expected) where a server's spec differs from `expect`, or None."""
+    return next(((k, spec[k], want) for k, want in (expect or {}).items() if spec[k] != want), None)
 
 
 def _exit_text(code):
@@ -271,7 +262,7 @@ class ShmVecEnv(EnvBase):
             return f"attached server {s.index} (block {s.name})"
         code = s.proc.poll()
         tail = self._tail(s)
-        return (f"server {s.index} (pid {s.proc.pid if s.proc else '-'}, block {s.name}): {_exit_text(code)}"
+        return (f"server {s.index} (pid {s.proc.pid}, block {s.name}): {_exit_text(code)}"
                 + ("; its output ends:\n    " + "\n    ".join(tail.splitlines()[-15:]) if tail else "; no output"))
 
     def _connect(self, s, expect):
@@ -307,12 +298,11 @@ class ShmVecEnv(EnvBase):
             shm_unlink(s.name)  # both sides have it mapped: the name is no longer needed
         b.h["trainer_pid"] = os.getpid()  # an attached server watches it to learn that its trainer died
         spec = b.spec()
-        if expect is not None:
-            for key, want in expect.items():
-                if spec[key] != want:
-                    b.close()
-                    raise ServerError(f"{self.name}: server {s.index} (block {s.name}) has {key} = {spec[key]!r}, "
-                                      f"but server 0 has {want!r}; every server must declare the same")
+        wrong = _mismatch(spec, expect)
+        if wrong:
+            b.close()
+            raise ServerError(f"{self.name}: server {s.index} (block {s.name}) has {wrong[0]} = {wrong[1]!r}, "
+                              f"but server 0 has {wrong[2]!r}; every server must declare the same")
         s.block = b
         return spec
 
@@ -472,7 +462,7 @@ class ShmVecEnv(EnvBase):
                     continue
                 if s.proc is None:  # attached: its pid in the header says whether it lives
                     pid = int(s.block.h["server_pid"])
-                    if not _pid_alive(pid):
+                    if not pid_alive(pid):
                         self._reattach(s, f"exited (pid {pid} is gone)")
                     elif now - s.rung_at > self.timeout:
                         self._reattach(s, f"did not answer within {self.timeout:g} s")
@@ -521,18 +511,10 @@ class ShmVecEnv(EnvBase):
             finally:
                 s.keep = None
                 if old is not None:
-                    self._harvest_log(old)  # episodes that ended before the fault still count
-                    if self._zero_copy:  # views of it may be alive: unmapped at close()
-                        self._retired.append(old)
-                    else:
-                        old.close()
+                    self._retire(old)
                     old = None
             del spec
-            if self._zero_copy:
-                self._observations, self._rewards = s.block.observations, s.block.rewards
-            self._link(s)
-            seed = (s.seed + s.gen * 0x85EBCA6B) & 0xFFFFFFFF
-            self._lib.puf_client_ring(self._links + s.index, CMD_RESET, seed)
+            self._adopt(s)
             deadline = time.monotonic() + self.timeout
             while self._lib.puf_client_wait_all(self._links + s.index, 1, SLICE_NS, self.spin, 1):
                 if s.proc.poll() is not None or time.monotonic() > deadline:
@@ -540,11 +522,31 @@ class ShmVecEnv(EnvBase):
             if self._links[s.index].pending:
                 why = "failed during its reset after a restart"
                 continue
-            r0, r1 = s.rows
-            self._rewards[r0:r1] = 0
-            self._terminals[r0:r1] = 1
-            self._truncations[r0:r1] = 1
+            self._truncate(s)
             return
+
+    def _retire(self, block):
+        """A replaced server's block: the episodes that ended in it still count (its log sums); with
+        one server views of it may be alive, so it is unmapped at close()."""
+        self._harvest_log(block)
+        if self._zero_copy:
+            self._retired.append(block)
+        else:
+            block.close()
+
+    def _adopt(self, s):
+        """Links server s's new block in and rings its reset, seeded by its generation."""
+        if self._zero_copy:
+            self._observations, self._rewards = s.block.observations, s.block.rewards
+        self._link(s)
+        self._lib.puf_client_ring(self._links + s.index, CMD_RESET, (s.seed + s.gen * 0x85EBCA6B) & 0xFFFFFFFF)
+
+    def _truncate(self, s):
+        """Server s's agents' episodes end as truncated on the step in progress (it was replaced)."""
+        r0, r1 = s.rows
+        self._rewards[r0:r1] = 0
+        self._terminals[r0:r1] = 1
+        self._truncations[r0:r1] = 1
 
     def _reattach(self, s, why):
         """An attached server died or hangs: its agents' episodes end as truncated and the trainer
@@ -555,12 +557,8 @@ class ShmVecEnv(EnvBase):
         print(f"warning: {line}\n  its {s.declared} agents' episodes end as truncated; waiting up to "
               f"{self.reattach:g} s ([env] reattach) for a server to create {s.name} again", file=sys.stderr, flush=True)
         old, s.block, s.keep = s.block, None, None
-        self._harvest_log(old)  # episodes that ended before the fault still count
-        if self._zero_copy:  # views of it may be alive: unmapped at close()
-            self._retired.append(old)
-        else:
-            old.close()
-        if not _pid_alive(old_pid):
+        self._retire(old)
+        if not pid_alive(old_pid):
             shm_unlink(s.name)  # the dead server's block: a new server can create the name again
         deadline = time.monotonic() + self.reattach
         while True:
@@ -578,30 +576,23 @@ class ShmVecEnv(EnvBase):
                 raise ServerError(f"{self.name}: attached server {s.index} (block {s.name}) {why}, and no server "
                                   f"created {s.name} again within {self.reattach:g} s ([env] reattach)")
             time.sleep(0.02)
-        spec = b.spec()
-        for key, want in {**self._same(self.spec), "num_agents": s.declared}.items():
-            if spec[key] != want:
-                b.close()
-                raise ServerError(f"{self.name}: the server attached again on {s.name} has {key} = {spec[key]!r}, "
-                                  f"the one before had {want!r}; it must declare the same")
+        wrong = _mismatch(b.spec(), {**self._same(self.spec), "num_agents": s.declared})
+        if wrong:
+            b.close()
+            raise ServerError(f"{self.name}: the server attached again on {s.name} has {wrong[0]} = {wrong[1]!r}, "
+                              f"the one before had {wrong[2]!r}; it must declare the same")
         b.h["trainer_pid"] = os.getpid()
         s.block = b
         self.restarts += 1
-        if self._zero_copy:
-            self._observations, self._rewards = s.block.observations, s.block.rewards
-        self._link(s)
         s.gen += 1
-        self._lib.puf_client_ring(self._links + s.index, CMD_RESET, (s.seed + s.gen * 0x85EBCA6B) & 0xFFFFFFFF)
+        self._adopt(s)
         deadline = time.monotonic() + self.timeout
         while self._lib.puf_client_wait_all(self._links + s.index, 1, SLICE_NS, self.spin, 1):
-            if not _pid_alive(int(s.block.h["server_pid"])) or time.monotonic() > deadline:
+            if not pid_alive(int(s.block.h["server_pid"])) or time.monotonic() > deadline:
                 raise ServerError(f"{self.name}: the server attached again on {s.name} did not answer its reset")
         print(f"note: {self.name}: a server (pid {int(s.block.h['server_pid'])}) attached again on {s.name}; "
               f"training goes on", file=sys.stderr, flush=True)
-        r0, r1 = s.rows
-        self._rewards[r0:r1] = 0
-        self._terminals[r0:r1] = 1
-        self._truncations[r0:r1] = 1
+        self._truncate(s)
 
     def save_state(self, path):
         """Asks every server to save its whole state (the protocol's optional save command) to
@@ -705,7 +696,7 @@ class ShmVecEnv(EnvBase):
         _live.discard(self)
         for s in self._servers:
             live = s.proc.poll() is None if s.proc is not None else (
-                s.block is not None and _pid_alive(int(s.block.h["server_pid"])))
+                s.block is not None and pid_alive(int(s.block.h["server_pid"])))
             if s.block is not None and live and hasattr(self, "_links"):
                 try:
                     if not self._links[s.index].pending:
@@ -730,7 +721,7 @@ class ShmVecEnv(EnvBase):
                 pid = int(s.block.h["server_pid"])
                 s.block.close()
                 s.block = None
-                if self._attach and not _pid_alive(pid):
+                if self._attach and not pid_alive(pid):
                     shm_unlink(s.name)  # its server died: nobody else will remove the block
             if s.name and not self._attach:
                 shm_unlink(s.name)
