@@ -170,9 +170,10 @@
   for (const k in detMath) Object.defineProperty(M, k, { value: detMath[k], writable: true, configurable: true });
 
   // ---- random: mulberry32, seeded by the host's reset ---------------------------------------
-  let rs = 0;
+  // the state is the host's memory where it has one (its C Math.random shares it)
+  const RS = new Float64Array(N.rstate || 1);
   function rnd() {
-    rs = (rs + 0x6D2B79F5) | 0;
+    const rs = RS[0] = (RS[0] + 0x6D2B79F5) | 0;
     let t = M.imul(rs ^ (rs >>> 15), rs | 1);
     t ^= t + M.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
@@ -219,12 +220,11 @@
   class Color {
     constructor(levels) { this.levels = levels; this._array = levels.map((v) => v / 255); }
     toString() { const l = this.levels; return `rgba(${l[0]},${l[1]},${l[2]},${l[3] / 255})`; }
-    setAlpha(a) { this.levels[3] = clampByte(a * 255 / R().maxes[3]); }
+    setAlpha(a) { this.levels[3] = clampByte(a * 255 / main.S[S_MAXES + 3]); }
     setRed(v) { this.levels[0] = clampByte(v); }
     setGreen(v) { this.levels[1] = clampByte(v); }
     setBlue(v) { this.levels[2] = clampByte(v); }
   }
-  const RGB_MAXES = [255, 255, 255, 255];
   function clampByte(v) { v = +v; return v !== v ? 0 : v < 0 ? 0 : v > 255 ? 255 : v; }
   function hsbToRgb(h, s, v) { // all in [0, 1]
     h = (h % 1 + 1) % 1 * 6;
@@ -258,9 +258,21 @@
     }
     throw new Error(`color: cannot read the color string ${JSON.stringify(str)} (puffgpu's p5 subset reads #rgb, #rrggbb, rgb(), rgba() and common color names)`);
   }
+  // A renderer's state lives in a Float64Array (slots below) so that the env's C layer
+  // (envs/js/p5native.h) reads and writes the picture renderer's state in place: the JS methods
+  // here and the C functions that replace the frequent ones are interchangeable within a frame.
+  // Modes are codes: rect/ellipse/image 0 corner, 1 corners, 2 center, 3 radius, 4 any other
+  // value (drawn as corner); color 0 rgb, 1 hsb, 2 hsl, 3 other; angle 1 degrees, else 0.
+  const S_M = 0, S_FILL = 6, S_STROKE = 10, S_DOFILL = 14, S_DOSTROKE = 15, S_SW = 16, S_RECTM = 17,
+    S_ELLIPSEM = 18, S_CMODE = 19, S_FAST = 20, S_MAXES = 21, S_TEXTSIZE = 25, S_ANGLEM = 26;
+  const S_PUSHED = 27; // slots [0, S_PUSHED) are what push() saves
+  const S_BASE = 27, S_IMAGEM = 33, S_DEPTH = 34, S_STACK = 35, STACK_MAX = 256;
+  const S_SLOTS = S_STACK + S_PUSHED * STACK_MAX;
+  function modeCode(m) { return m === "corner" ? 0 : m === "corners" ? 1 : m === "center" ? 2 : m === "radius" ? 3 : 4; }
+  function colorCode(m) { return m === "rgb" ? 0 : m === "hsb" ? 1 : m === "hsl" ? 2 : 3; }
   function makeColor(r, args) {
-    const a0 = args[0];
-    if (typeof a0 === "number" && r.colorModeName === "rgb" && r.maxes === RGB_MAXES) { // the common case, fast
+    const a0 = args[0], S = r.S, cm = S[S_CMODE];
+    if (typeof a0 === "number" && S[S_FAST] === 1) { // the common case, fast
       const n = args.length;
       if (n >= 3) return [clampByte(a0), clampByte(args[1]), clampByte(args[2]), n > 3 ? clampByte(args[3]) : 255];
       const g = clampByte(a0);
@@ -270,127 +282,141 @@
     if (args.length === 1 && Array.isArray(args[0])) args = args[0];
     if (args.length >= 1 && typeof args[0] === "string") {
       const c = parseCss(args[0]);
-      if (args.length > 1) c[3] = clampByte(args[1] * 255 / r.maxes[3]);
+      if (args.length > 1) c[3] = clampByte(args[1] * 255 / S[S_MAXES + 3]);
       return c.map(clampByte);
     }
-    const mx = r.maxes;
+    const mx = [S[S_MAXES], S[S_MAXES + 1], S[S_MAXES + 2], S[S_MAXES + 3]];
     let v;
     if (args.length <= 2) {
       const g = +args[0];
-      if (r.colorModeName === "rgb") v = [g / mx[0], g / mx[1], g / mx[2]];
+      if (cm === 0) v = [g / mx[0], g / mx[1], g / mx[2]];
       else v = [0, 0, g / mx[2]];
       v.push(args.length === 2 ? +args[1] / mx[3] : 1);
     } else {
       v = [+args[0] / mx[0], +args[1] / mx[1], +args[2] / mx[2], args.length > 3 ? +args[3] / mx[3] : 1];
     }
-    if (r.colorModeName === "hsb" && args.length > 2) v = hsbToRgb(v[0], v[1], v[2]).concat([v[3]]);
-    else if (r.colorModeName === "hsl" && args.length > 2) v = hslToRgb(v[0], v[1], v[2]).concat([v[3]]);
-    else if (r.colorModeName !== "rgb" && args.length <= 2) v = [v[2], v[2], v[2], v[3]];
+    if (cm === 1 && args.length > 2) v = hsbToRgb(v[0], v[1], v[2]).concat([v[3]]);
+    else if (cm === 2 && args.length > 2) v = hslToRgb(v[0], v[1], v[2]).concat([v[3]]);
+    else if (cm !== 0 && args.length <= 2) v = [v[2], v[2], v[2], v[3]];
     return v.map((x) => clampByte(x * 255));
   }
   function byte(v) { // one level of an RGB-mode color as the integer a primitive draws with: the
     v = +v;          // same as rgba(clampByte(v)) (v + 0.5 is in [0.5, 255.5], so | 0 is floor)
     return v > 0 ? (v < 255 ? (v + 0.5) | 0 : 255) : 0;
   }
-  function fastRgb(r, a, b, c, d) { // fill(...)'s integer color when every argument is a number in
-    // RGB mode with 255 maxes (the common case; the same result as rgba(makeColor(...))), else null
-    if (typeof a !== "number" || r.maxes !== RGB_MAXES || r.colorModeName !== "rgb") return null;
-    if (c === undefined) { const g = byte(a); return [g, g, g, b === undefined ? 255 : byte(b)]; }
-    return [byte(a), byte(b), byte(c), d === undefined ? 255 : byte(d)];
+  // fill(...)'s integer color into S[at..at+3] when every argument is a number in RGB mode with
+  // 255 maxes (the common case; the same result as rgba(makeColor(...))); false otherwise
+  function fastRgb(S, at, a, b, c, d) {
+    if (typeof a !== "number" || S[S_FAST] !== 1) return false;
+    if (c === undefined) { const g = byte(a); S[at] = g; S[at + 1] = g; S[at + 2] = g; S[at + 3] = b === undefined ? 255 : byte(b); return true; }
+    S[at] = byte(a); S[at + 1] = byte(b); S[at + 2] = byte(c); S[at + 3] = d === undefined ? 255 : byte(d);
+    return true;
   }
   function argList(a, b, c, d) { // the arguments of a call of up to four, trailing undefined dropped
     return d !== undefined ? [a, b, c, d] : c !== undefined ? [a, b, c] : b !== undefined ? [a, b] : a !== undefined ? [a] : [];
   }
-  function rgba(levels) { // the integer color a primitive draws with
-    return [floor(levels[0] + 0.5), floor(levels[1] + 0.5), floor(levels[2] + 0.5), floor(levels[3] + 0.5)];
+  function setRgba(S, at, levels) { // the integer color a primitive draws with
+    S[at] = floor(levels[0] + 0.5); S[at + 1] = floor(levels[1] + 0.5); S[at + 2] = floor(levels[2] + 0.5); S[at + 3] = floor(levels[3] + 0.5);
   }
 
   // ---- renderers: the picture and createGraphics buffers -------------------------------------
   let current = null; // the renderer whose canvas the host draws into
-  function R() { return main; }
   class Renderer {
     constructor(id, pw, ph, w, h) {
       this.id = id; this.pw = pw; this.ph = ph;
       this.width = w; this.height = h;
-      this.colorModeName = "rgb"; this.maxes = RGB_MAXES;
-      this.fillC = [255, 255, 255, 255]; this.strokeC = [0, 0, 0, 255]; // integer levels
-      this.doFill = true; this.doStroke = true; this.sw = 1;
-      this.rectM = "corner"; this.ellipseM = "center"; this.angleM = "radians";
-      this.m = [1, 0, 0, 1, 0, 0]; this.stack = []; this.shape = null;
-      this.textSizeV = 12;
+      // the picture's state is the C layer's memory where the host has one
+      const S = this.S = id === 0 && N.state ? new Float64Array(N.state) : new Float64Array(S_SLOTS);
+      S[S_CMODE] = 0; S[S_FAST] = 1; S.fill(255, S_MAXES, S_MAXES + 4);
+      S.fill(255, S_FILL, S_FILL + 4); S[S_STROKE] = 0; S[S_STROKE + 1] = 0; S[S_STROKE + 2] = 0; S[S_STROKE + 3] = 255;
+      S[S_DOFILL] = 1; S[S_DOSTROKE] = 1; S[S_SW] = 1;
+      S[S_RECTM] = 0; S[S_ELLIPSEM] = 2; S[S_IMAGEM] = 0; S[S_ANGLEM] = 0; S[S_DEPTH] = 0;
+      S[S_TEXTSIZE] = 12;
+      this.shape = null;
       this.setSize(w, h);
     }
-    setSize(w, h) { this.width = w; this.height = h; this.base = [this.pw / w, 0, 0, this.ph / h, 0, 0]; this.resetMatrix(); }
-    resetMatrix() { const b = this.base; this.m = [b[0], b[1], b[2], b[3], b[4], b[5]]; }
-    ang(a) { return this.angleM === "degrees" ? a * PI_ / 180 : a; }
+    get textSizeV() { return this.S[S_TEXTSIZE]; }
+    setSize(w, h) {
+      this.width = w; this.height = h;
+      const S = this.S;
+      S[S_BASE] = this.pw / w; S[S_BASE + 1] = 0; S[S_BASE + 2] = 0; S[S_BASE + 3] = this.ph / h; S[S_BASE + 4] = 0; S[S_BASE + 5] = 0;
+      this.resetMatrix();
+    }
+    resetMatrix() { const S = this.S; for (let i = 0; i < 6; i++) S[S_M + i] = S[S_BASE + i]; }
+    ang(a) { return this.S[S_ANGLEM] === 1 ? a * PI_ / 180 : a; }
     // transforms
-    translate(x, y) { const m = this.m; m[4] += m[0] * x + m[2] * y; m[5] += m[1] * x + m[3] * y; }
+    translate(x, y) { const m = this.S; m[4] += m[0] * x + m[2] * y; m[5] += m[1] * x + m[3] * y; }
     scale(x, y) {
       if (y === undefined) y = x;
       if (typeof x === "object") { y = x.y; x = x.x; }
-      const m = this.m; m[0] *= x; m[1] *= x; m[2] *= y; m[3] *= y;
+      const m = this.S; m[0] *= x; m[1] *= x; m[2] *= y; m[3] *= y;
     }
     rotate(a) {
       a = this.ang(a);
-      const c = cos(a), s = sin(a), m = this.m;
+      const c = cos(a), s = sin(a), m = this.S;
       const a0 = m[0] * c + m[2] * s, b0 = m[1] * c + m[3] * s;
       m[2] = m[2] * c - m[0] * s; m[3] = m[3] * c - m[1] * s; m[0] = a0; m[1] = b0;
     }
     applyMatrix(a, b, c, d, e, f) {
-      const m = this.m;
-      this.m = [m[0] * a + m[2] * b, m[1] * a + m[3] * b, m[0] * c + m[2] * d, m[1] * c + m[3] * d,
-        m[0] * e + m[2] * f + m[4], m[1] * e + m[3] * f + m[5]];
+      const m = this.S;
+      const n0 = m[0] * a + m[2] * b, n1 = m[1] * a + m[3] * b, n2 = m[0] * c + m[2] * d, n3 = m[1] * c + m[3] * d,
+        n4 = m[0] * e + m[2] * f + m[4], n5 = m[1] * e + m[3] * f + m[5];
+      m[0] = n0; m[1] = n1; m[2] = n2; m[3] = n3; m[4] = n4; m[5] = n5;
     }
     shearX(a) { this.applyMatrix(1, 0, tan(this.ang(a)), 1, 0, 0); }
     shearY(a) { this.applyMatrix(1, tan(this.ang(a)), 0, 1, 0, 0); }
     push() {
-      const m = this.m;
-      this.stack.push([[m[0], m[1], m[2], m[3], m[4], m[5]], this.fillC, this.strokeC, this.doFill, this.doStroke, this.sw, this.rectM,
-        this.ellipseM, this.colorModeName, this.maxes, this.textSizeV, this.angleM]);
+      const S = this.S, d = S[S_DEPTH];
+      if (d >= STACK_MAX) throw new RangeError(`push() nested more than ${STACK_MAX} deep (a push() without its pop()?)`);
+      S.copyWithin(S_STACK + d * S_PUSHED, 0, S_PUSHED);
+      S[S_DEPTH] = d + 1;
     }
     pop() {
-      const s = this.stack.pop();
-      if (!s) return;
-      this.m = s[0]; this.fillC = s[1]; this.strokeC = s[2]; this.doFill = s[3]; this.doStroke = s[4]; this.sw = s[5];
-      this.rectM = s[6]; this.ellipseM = s[7]; this.colorModeName = s[8]; this.maxes = s[9]; this.textSizeV = s[10];
-      this.angleM = s[11];
+      const S = this.S, d = S[S_DEPTH];
+      if (d === 0) return;
+      S.copyWithin(0, S_STACK + (d - 1) * S_PUSHED, S_STACK + d * S_PUSHED);
+      S[S_DEPTH] = d - 1;
     }
     // style
-    fill(a, b, c, d) { this.fillC = fastRgb(this, a, b, c, d) || rgba(makeColor(this, argList(a, b, c, d))); this.doFill = true; }
-    noFill() { this.doFill = false; }
-    stroke(a, b, c, d) { this.strokeC = fastRgb(this, a, b, c, d) || rgba(makeColor(this, argList(a, b, c, d))); this.doStroke = true; }
-    noStroke() { this.doStroke = false; }
-    strokeWeight(w) { this.sw = +w; }
+    fill(a, b, c, d) { const S = this.S; if (!fastRgb(S, S_FILL, a, b, c, d)) setRgba(S, S_FILL, makeColor(this, argList(a, b, c, d))); S[S_DOFILL] = 1; }
+    noFill() { this.S[S_DOFILL] = 0; }
+    stroke(a, b, c, d) { const S = this.S; if (!fastRgb(S, S_STROKE, a, b, c, d)) setRgba(S, S_STROKE, makeColor(this, argList(a, b, c, d))); S[S_DOSTROKE] = 1; }
+    noStroke() { this.S[S_DOSTROKE] = 0; }
+    strokeWeight(w) { this.S[S_SW] = +w; }
     colorMode(mode, a, b, c, d) {
-      this.colorModeName = mode;
-      if (a !== undefined) this.maxes = b === undefined ? [a, a, a, a] : [a, b, c, d === undefined ? this.maxes[3] : d];
-      else this.maxes = mode === "hsb" ? [360, 100, 100, 1] : mode === "hsl" ? [360, 100, 100, 1] : RGB_MAXES;
-      if (mode === "rgb" && this.maxes.every((v) => v === 255)) this.maxes = RGB_MAXES;
+      const S = this.S;
+      let mx;
+      if (a !== undefined) mx = b === undefined ? [a, a, a, a] : [a, b, c, d === undefined ? S[S_MAXES + 3] : d];
+      else mx = mode === "hsb" ? [360, 100, 100, 1] : mode === "hsl" ? [360, 100, 100, 1] : [255, 255, 255, 255];
+      S[S_CMODE] = colorCode(mode);
+      S[S_FAST] = mode === "rgb" && mx.every((v) => v === 255) ? 1 : 0;
+      for (let i = 0; i < 4; i++) S[S_MAXES + i] = mx[i];
     }
     background(a, b, c0, d) {
       if (a instanceof Graphics) return; // a background image: not in the subset's rules
-      const c = fastRgb(this, a, b, c0, d) || rgba(makeColor(this, argList(a, b, c0, d)));
+      const c = BG;
+      if (!fastRgb(c, 0, a, b, c0, d)) setRgba(c, 0, makeColor(this, argList(a, b, c0, d)));
       this.use(); N.background(c[0], c[1], c[2], c[3]);
     }
     clear() { this.use(); N.clear(); }
     // geometry helpers
-    px(x, y) { const m = this.m; return [m[0] * x + m[2] * y + m[4], m[1] * x + m[3] * y + m[5]]; }
-    pixelScale() { const m = this.m; return sqrtN(absN(m[0] * m[3] - m[1] * m[2])); }
-    fillPoly(pts, col) { // pts: local [x0, y0, x1, y1, ...]
+    px(x, y) { const m = this.S; return [m[0] * x + m[2] * y + m[4], m[1] * x + m[3] * y + m[5]]; }
+    pixelScale() { const m = this.S; return sqrtN(absN(m[0] * m[3] - m[1] * m[2])); }
+    fillPoly(pts, at) { // pts: local [x0, y0, x1, y1, ...]; at: the color's slot (S_FILL or S_STROKE)
       const n = pts.length / 2;
       if (n < 3) return;
       if (n > 8000) throw new RangeError("a shape with more than 8000 vertices");
-      const m = this.m;
+      const m = this.S;
       for (let i = 0; i < n; i++) {
         const x = pts[2 * i], y = pts[2 * i + 1];
         F[2 * i] = m[0] * x + m[2] * y + m[4];
         F[2 * i + 1] = m[1] * x + m[3] * y + m[5];
       }
-      this.use(); N.poly(n, col[0], col[1], col[2], col[3]);
+      this.use(); N.poly(n, m[at], m[at + 1], m[at + 2], m[at + 3]);
     }
     halfWidth(thin) { // half the stroke width, local units; thin lines and points stay >= 1 pixel
       const s = this.pixelScale();
-      let w = this.sw;
+      let w = this.S[S_SW];
       if (thin && w * s < 1 && s > 0) w = 1 / s;
       return w / 2;
     }
@@ -401,16 +427,17 @@
       this.fillPoly([x0 - ux - uy, y0 - uy + ux, x1 + ux - uy, y1 + uy + ux, x1 + ux + uy, y1 + uy - ux, x0 - ux + uy, y0 - uy - ux], col);
     }
     outline(pts, closed) {
-      if (!this.doStroke || !(this.sw > 0)) return;
-      const hw = this.halfWidth(!this.doFill), n = pts.length / 2;
+      const S = this.S;
+      if (!S[S_DOSTROKE] || !(S[S_SW] > 0)) return;
+      const hw = this.halfWidth(!S[S_DOFILL]), n = pts.length / 2;
       for (let i = 0; i + 1 < n || (closed && i < n && n > 2); i++) {
         const j = (i + 1) % n;
-        this.segment(pts[2 * i], pts[2 * i + 1], pts[2 * j], pts[2 * j + 1], hw, this.strokeC);
+        this.segment(pts[2 * i], pts[2 * i + 1], pts[2 * j], pts[2 * j + 1], hw, S_STROKE);
       }
     }
-    shapePoly(pts, closed) { if (this.doFill) this.fillPoly(pts, this.fillC); this.outline(pts, closed); }
-    ellipsePrim(cx, cy, rx, ry, rxi, ryi, a0, a1, col) { // local center and radii; inner 0: filled
-      const m = this.m, det = m[0] * m[3] - m[1] * m[2];
+    shapePoly(pts, closed) { if (this.S[S_DOFILL]) this.fillPoly(pts, S_FILL); this.outline(pts, closed); }
+    ellipsePrim(cx, cy, rx, ry, rxi, ryi, a0, a1, at) { // local center and radii; inner 0: filled
+      const m = this.S, det = m[0] * m[3] - m[1] * m[2];
       if (!(rx > 0 && ry > 0) || det === 0 || !(det - det === 0)) return;
       const pcx = m[0] * cx + m[2] * cy + m[4], pcy = m[1] * cx + m[3] * cy + m[5];
       F[0] = pcx; F[1] = pcy;
@@ -426,16 +453,17 @@
       const hx = sqrtN((m[0] * rx) * (m[0] * rx) + (m[2] * ry) * (m[2] * ry));
       const hy = sqrtN((m[1] * rx) * (m[1] * rx) + (m[3] * ry) * (m[3] * ry));
       F[15] = floor(pcx - hx) - 1; F[16] = floor(pcy - hy) - 1; F[17] = floor(pcx + hx) + 2; F[18] = floor(pcy + hy) + 2;
-      this.use(); N.ellipse(col[0], col[1], col[2], col[3]);
+      this.use(); N.ellipse(m[at], m[at + 1], m[at + 2], m[at + 3]);
     }
     ellipseShape(cx, cy, rx, ry, a0, a1, pie) {
-      if (this.doFill) this.ellipsePrim(cx, cy, rx, ry, 0, 0, a0, a1, this.fillC);
-      if (this.doStroke && this.sw > 0) {
-        const hw = this.halfWidth(!this.doFill);
-        this.ellipsePrim(cx, cy, rx + hw, ry + hw, rx - hw, ry - hw, a0, a1, this.strokeC);
+      const S = this.S;
+      if (S[S_DOFILL]) this.ellipsePrim(cx, cy, rx, ry, 0, 0, a0, a1, S_FILL);
+      if (S[S_DOSTROKE] && S[S_SW] > 0) {
+        const hw = this.halfWidth(!S[S_DOFILL]);
+        this.ellipsePrim(cx, cy, rx + hw, ry + hw, rx - hw, ry - hw, a0, a1, S_STROKE);
         if (pie && a0 !== undefined) {
-          this.segment(cx, cy, cx + cos(a0) * rx, cy + sin(a0) * ry, hw, this.strokeC);
-          this.segment(cx, cy, cx + cos(a1) * rx, cy + sin(a1) * ry, hw, this.strokeC);
+          this.segment(cx, cy, cx + cos(a0) * rx, cy + sin(a0) * ry, hw, S_STROKE);
+          this.segment(cx, cy, cx + cos(a1) * rx, cy + sin(a1) * ry, hw, S_STROKE);
         }
       }
     }
@@ -443,30 +471,31 @@
     rect(x, y, w, h) {
       if (h === undefined) h = w;
       x = +x; y = +y; w = +w; h = +h;
-      if (this.rectM !== "corner") {
-        const b = modeBox(this.rectM, x, y, w, h);
+      const m = this.S;
+      if (m[S_RECTM] !== 0) {
+        const b = modeBox(m[S_RECTM], x, y, w, h);
         x = b[0]; y = b[1]; w = b[2]; h = b[3];
       }
-      if (this.doFill) { // fillPoly of the four corners, without the arrays
-        const m = this.m, x1 = x + w, y1 = y + h, col = this.fillC;
+      if (m[S_DOFILL]) { // fillPoly of the four corners, without the arrays
+        const x1 = x + w, y1 = y + h;
         F[0] = m[0] * x + m[2] * y + m[4]; F[1] = m[1] * x + m[3] * y + m[5];
         F[2] = m[0] * x1 + m[2] * y + m[4]; F[3] = m[1] * x1 + m[3] * y + m[5];
         F[4] = m[0] * x1 + m[2] * y1 + m[4]; F[5] = m[1] * x1 + m[3] * y1 + m[5];
         F[6] = m[0] * x + m[2] * y1 + m[4]; F[7] = m[1] * x + m[3] * y1 + m[5];
-        this.use(); N.poly(4, col[0], col[1], col[2], col[3]);
+        this.use(); N.poly(4, m[S_FILL], m[S_FILL + 1], m[S_FILL + 2], m[S_FILL + 3]);
       }
-      if (this.doStroke && this.sw > 0) this.outline([x, y, x + w, y, x + w, y + h, x, y + h], true);
+      if (m[S_DOSTROKE] && m[S_SW] > 0) this.outline([x, y, x + w, y, x + w, y + h, x, y + h], true);
     }
     square(x, y, s) { this.rect(x, y, s, s); }
     ellipse(x, y, w, h) {
       if (h === undefined) h = w;
-      const b = modeBox(this.ellipseM, +x, +y, +w, +h);
+      const b = modeBox(this.S[S_ELLIPSEM], +x, +y, +w, +h);
       this.ellipseShape(b[0] + b[2] / 2, b[1] + b[3] / 2, absN(b[2]) / 2, absN(b[3]) / 2);
     }
     circle(x, y, d) { this.ellipse(x, y, d, d); }
     use() { if (current !== this) { N.target(this.id); current = this; } }
     arc(x, y, w, h, start, stop, mode) {
-      const b = modeBox(this.ellipseM, +x, +y, +w, +h);
+      const b = modeBox(this.S[S_ELLIPSEM], +x, +y, +w, +h);
       x = b[0]; y = b[1]; w = b[2]; h = b[3];
       let a0 = this.ang(+start), a1 = this.ang(+stop);
       if (a1 - a0 >= TWO_PI_ || a1 - a0 <= -TWO_PI_) return this.ellipseShape(x + w / 2, y + h / 2, absN(w) / 2, absN(h) / 2);
@@ -475,15 +504,17 @@
       this.ellipseShape(x + w / 2, y + h / 2, absN(w) / 2, absN(h) / 2, a0, a1, mode === "pie");
     }
     line(x0, y0, x1, y1) {
-      if (!this.doStroke || !(this.sw > 0)) return;
-      this.segment(+x0, +y0, +x1, +y1, this.halfWidth(true), this.strokeC);
+      const S = this.S;
+      if (!S[S_DOSTROKE] || !(S[S_SW] > 0)) return;
+      this.segment(+x0, +y0, +x1, +y1, this.halfWidth(true), S_STROKE);
     }
     point(x, y) {
       if (typeof x === "object") { y = x.y; x = x.x; }
-      if (!this.doStroke || !(this.sw > 0)) return;
+      const S = this.S;
+      if (!S[S_DOSTROKE] || !(S[S_SW] > 0)) return;
       const hw = this.halfWidth(true);
-      if (hw * this.pixelScale() >= 1) this.ellipsePrim(+x, +y, hw, hw, 0, 0, undefined, undefined, this.strokeC);
-      else this.fillPoly([x - hw, y - hw, +x + hw, y - hw, +x + hw, +y + hw, x - hw, +y + hw], this.strokeC);
+      if (hw * this.pixelScale() >= 1) this.ellipsePrim(+x, +y, hw, hw, 0, 0, undefined, undefined, S_STROKE);
+      else this.fillPoly([x - hw, y - hw, +x + hw, y - hw, +x + hw, +y + hw, x - hw, +y + hw], S_STROKE);
     }
     triangle(x0, y0, x1, y1, x2, y2) { this.shapePoly([+x0, +y0, +x1, +y1, +x2, +y2], true); }
     quad(x0, y0, x1, y1, x2, y2, x3, y3) { this.shapePoly([+x0, +y0, +x1, +y1, +x2, +y2, +x3, +y3], true); }
@@ -510,9 +541,9 @@
       const src = img._r;
       x = +x; y = +y;
       if (w === undefined) { w = src.width; h = src.height; }
-      const b = modeBox(this.imageM || "corner", x, y, +w, +h);
+      const b = modeBox(this.S[S_IMAGEM], x, y, +w, +h);
       x = b[0]; y = b[1]; w = b[2]; h = b[3];
-      const m = this.m, det = m[0] * m[3] - m[1] * m[2];
+      const m = this.S, det = m[0] * m[3] - m[1] * m[2];
       if (det === 0 || !(det - det === 0) || w === 0 || h === 0) return;
       // destination pixel -> local -> source pixel
       const ia = m[3] / det, ib = -m[2] / det, ic = -m[1] / det, id = m[0] / det;
@@ -525,11 +556,11 @@
       this.use(); N.image(src.id);
     }
   }
-  const BOX = [0, 0, 0, 0];
-  function modeBox(mode, x, y, w, h) { // -> corner x, y, w, h (in a shared array: read it at once)
-    if (mode === "center") { x -= w / 2; y -= h / 2; }
-    else if (mode === "radius") { x -= w; y -= h; w *= 2; h *= 2; }
-    else if (mode === "corners") { const x0 = M.min(x, w), y0 = M.min(y, h); w = absN(w - x); h = absN(h - y); x = x0; y = y0; }
+  const BOX = [0, 0, 0, 0], BG = new Float64Array(4);
+  function modeBox(mode, x, y, w, h) { // mode code -> corner x, y, w, h (in a shared array: read it at once)
+    if (mode === 2) { x -= w / 2; y -= h / 2; }
+    else if (mode === 3) { x -= w; y -= h; w *= 2; h *= 2; }
+    else if (mode === 1) { const x0 = M.min(x, w), y0 = M.min(y, h); w = absN(w - x); h = absN(h - y); x = x0; y = y0; }
     BOX[0] = x; BOX[1] = y; BOX[2] = w; BOX[3] = h;
     return BOX;
   }
@@ -542,7 +573,7 @@
 
   class Graphics {
     constructor(w, h) {
-      const sx = main.base[0], sy = main.base[3];
+      const sx = main.S[S_BASE], sy = main.S[S_BASE + 3];
       const pw = M.max(1, M.ceil(w * sx)), ph = M.max(1, M.ceil(h * sy));
       this._r = new Renderer(N.canvas(pw, ph), pw, ph, w, h);
       this.width = w; this.height = h;
@@ -559,8 +590,8 @@
   // the most frequent calls without `arguments` (QuickJS builds that object on every call)
   G.fill = (a, b, c, d) => main.fill(a, b, c, d);
   G.stroke = (a, b, c, d) => main.stroke(a, b, c, d);
-  G.noFill = () => { main.doFill = false; };
-  G.noStroke = () => { main.doStroke = false; };
+  G.noFill = () => { main.S[S_DOFILL] = 0; };
+  G.noStroke = () => { main.S[S_DOSTROKE] = 0; };
   G.rect = (x, y, w, h) => main.rect(x, y, w, h);
   G.ellipse = (x, y, w, h) => main.ellipse(x, y, w, h);
   G.circle = (x, y, d) => main.ellipse(x, y, d, d);
@@ -569,10 +600,12 @@
   G.pop = () => main.pop();
   G.translate = (x, y) => main.translate(x, y);
   G.line = (a, b, c, d) => main.line(a, b, c, d);
-  const MODES = { rectMode: "rectM", ellipseMode: "ellipseM", imageMode: "imageM", angleMode: "angleM" };
+  const MODES = { rectMode: [S_RECTM, modeCode], ellipseMode: [S_ELLIPSEM, modeCode], imageMode: [S_IMAGEM, modeCode],
+    angleMode: [S_ANGLEM, (m) => (m === "degrees" ? 1 : 0)] };
   for (const name in MODES) {
-    Graphics.prototype[name] = function (m) { this._r[MODES[name]] = m; };
-    G[name] = (m) => { main[MODES[name]] = m; };
+    const [slot, code] = MODES[name];
+    Graphics.prototype[name] = function (m) { this._r.S[slot] = code(m); };
+    G[name] = (m) => { main.S[slot] = code(m); };
   }
   const NOOPS = ["textSize", "textAlign", "textFont", "textStyle", "textLeading", "text", "strokeCap", "strokeJoin",
     "smooth", "noSmooth", "tint", "noTint", "frameRate", "noLoop", "loop", "redraw", "cursor", "noCursor", "print",
@@ -628,7 +661,7 @@
       if (b === undefined) return r * a;
       return a + r * (b - a);
     },
-    randomSeed: (s) => { rs = s >>> 0; },
+    randomSeed: (s) => { RS[0] = s >>> 0; },
     randomGaussian: (mean = 0, sd = 1) => {
       let u = 0;
       while (u === 0) u = rnd();
@@ -742,7 +775,7 @@
     const code = STATES[s.gameState];
     OUT[2] = code === undefined ? 0 : code;
   }
-  function seedAll(seed) { rs = seed >>> 0; }
+  function seedAll(seed) { RS[0] = seed >>> 0; }
   // The action's keys for this frame (the set is replaced); with press, its press keys are down
   // too and keyPressed() runs once for each.
   function keys(action, press) {
