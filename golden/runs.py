@@ -285,30 +285,45 @@ def muon_case(gpu, name: str, family: str = "muon"):
     return checks
 
 
-def learner_setup(gpu, name: str, family: str = "learner", masks: bool = True):
+def rank_agents(N: int, R: int, rank: int, size: int) -> np.ndarray:
+    """The agent rows of a rollout of N that rank `rank` of `size` holds in a data-parallel update
+    (trainer/distributed.py): minibatch m is rows [m·R, (m+1)·R) of the one-process rollout, and its
+    rows [m·R + rank·R/K, … + R/K) are the rank's local minibatch m."""
+    share = R // size
+    return np.array([m * R + rank * share + j for m in range(N // R) for j in range(share)])
+
+
+def learner_setup(gpu, name: str, family: str = "learner", masks: bool = True, world=None):
     """A Learner over a golden case's rollout (and its mask, if it has one), before any update:
-    (golden, meta, spec, policy, learner)."""
+    (golden, meta, spec, policy, learner). With a data-parallel `world` of K ranks, this rank's
+    Learner holds its share of each minibatch (rank_agents), minibatches of R/K rows."""
     g, m = case(family, name), meta(family, name)
     spec = spec_of(m)
     N, T, R = m["N"], m["T"], m["R"]
+    rows = np.arange(N) if world is None else rank_agents(N, R, world.rank, world.size)
+    n = len(rows)
+    r = R * n // N
+    steps = (rows[:, None] * T + np.arange(T)).reshape(-1)  # the rows' elements of the [N·T] arrays
     policy = Policy(gpu, spec, flatten(spec, {t.name: g[f"w0.{t.name}"] for t in spec.tensors}))
-    ro = Rollout(gpu, spec, N, T, row_multiple=R)
-    ro.upload_obs(pack_obs(g["obs"].reshape(N * T, -1), spec, ro.obs_stride))
-    gpu.upload(ro.initial_state, g["h0"])
-    gpu.upload(ro.actions, g["actions"])
-    gpu.upload(ro.transitions, pack_transitions(N * T, logprob=g["logprobs"], value=g["values"], reward=g["rewards"],
-                                                terminal=g["terminals"]))  # advantage, return: NaN until computed
+    ro = Rollout(gpu, spec, n, T, row_multiple=r)
+    ro.upload_obs(pack_obs(g["obs"][rows].reshape(n * T, -1), spec, ro.obs_stride))
+    gpu.upload(ro.initial_state, np.ascontiguousarray(g["h0"][:, rows]))
+    gpu.upload(ro.actions, g["actions"][steps])
+    gpu.upload(ro.transitions, pack_transitions(n * T, logprob=g["logprobs"][steps], value=g["values"][steps],
+                                                reward=g["rewards"][steps], terminal=g["terminals"][rows]))
+    # (advantage, return: NaN until computed)
     if "mask" in g:
-        gpu.upload(ro.mask, pack_mask(g["mask"], spec))
-    learner = Learner(policy, ro, minibatch_size=R * T, cfg=learner_config(m), masks=masks)
+        gpu.upload(ro.mask, pack_mask(g["mask"][steps], spec))
+    learner = Learner(policy, ro, minibatch_size=r * T, cfg=learner_config(m), masks=masks, world=world)
     return g, m, spec, policy, learner
 
 
-def learner_case(gpu, name: str, family: str = "learner"):
+def learner_case(gpu, name: str, family: str = "learner", world=None):
     """Consecutive minibatch updates (each sees the last one's weights) against the torch reference:
     weights, their change, Muon's momentum and the logged stats after every update. Where the
-    reference clipped the global grad norm, the GPU's norm must exceed max_grad_norm too."""
-    g, m, spec, policy, learner = learner_setup(gpu, name, family)
+    reference clipped the global grad norm, the GPU's norm must exceed max_grad_norm too. With a
+    data-parallel `world`, this rank's share of the rollout (learner_setup)."""
+    g, m, spec, policy, learner = learner_setup(gpu, name, family, world=world)
     if learner.num_minibatches != m["minibatches"]:
         raise AssertionError(f"learner {name}: {learner.num_minibatches} minibatches, golden has {m['minibatches']}")
     checks = []

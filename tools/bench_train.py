@@ -21,6 +21,9 @@ so only an env cost that leaves the cores free (wait_us; on a real GPU, any env)
 --against REV runs the same command from git revision REV (a temporary worktree) and from this
 checkout, alternating for --rounds rounds, each run in a fresh process; it prints each round's SPS and
 ratio, then `train <env> against rev <hash>: ...; mean <ratio>x on <adapter>`.
+Under `mpiexec -n K` the run is data-parallel (trainer/distributed.py); rank 0 prints, adding each
+rank's SPS and the all-reduce: milliseconds per minibatch update (the gradient's all-gather and sum,
+including the wait for the slowest rank) and its share of the epoch.
 --kernels runs the same config once per kernel choice (`;`-separated: `tuned` = the tuner's choice
 from the cache or by timing, anything else a PUFFGPU_KERNELS pin such as `matmul=sg8,mingru=vec4`,
 lavapipe's kernels before the tuner existed); repeat entries to alternate them against drift.
@@ -34,8 +37,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import numpy as np  # noqa: E402
+
 import envs  # noqa: E402
-from trainer import config  # noqa: E402
+from trainer import config, distributed  # noqa: E402
 from trainer.run import train  # noqa: E402
 from trainer.util.console import safe_console  # noqa: E402
 
@@ -58,7 +63,23 @@ def rollout_obs_bytes(head) -> int:
     from trainer.policy import Rollout
     from trainer.spec import PolicySpec
     spec = PolicySpec.from_meta(head["policy"])
-    return 4 * head["num_agents"] * head["config"]["train"]["horizon"] * Rollout.stride_for(spec)
+    agents = head["num_agents"] // len(head.get("ranks", [0]))  # one rank's share in a data-parallel run
+    return 4 * agents * head["config"]["train"]["horizon"] * Rollout.stride_for(spec)
+
+
+def allreduce_alone(n: int, reps: int = 20):
+    """Median ms of one gradient average of n floats with every rank ready (a barrier before each):
+    the transfer and sum alone, without waiting for a slower rank. None in one process."""
+    world = distributed.connect() if distributed.launched_size() > 1 else None
+    if world is None:
+        return None
+    grad, times = np.ones(n, np.float32), []
+    for _ in range(reps):
+        world.comm.Barrier()
+        t = time.perf_counter()
+        world.average(grad)
+        times.append(time.perf_counter() - t)
+    return 1e3 * float(np.median(times))
 
 
 def bench(env_name, cfg, epochs, adapter):
@@ -69,6 +90,9 @@ def bench(env_name, cfg, epochs, adapter):
         epoch_steps = cfg["vec"]["total_agents"] * cfg["train"]["horizon"]
         cfg["train"]["total_timesteps"] = (epochs + 1) * epoch_steps
         res = train(env_name, cfg, adapter=adapter, live=False)
+        alone = allreduce_alone(res["num_floats"])
+        if distributed.launch_rank() != 0:  # a data-parallel rank other than 0: rank 0 reports
+            return None, None
         rows = [json.loads(line) for line in Path(res["log"]).read_text(encoding="utf-8").splitlines()]
     head = rows[0]
     timed = [r for r in rows if r["type"] == "epoch"][1:]
@@ -81,8 +105,18 @@ def bench(env_name, cfg, epochs, adapter):
     print("time split: " + ", ".join(f"{k} {v:.0%} ({v * secs / len(timed):.2f} s/epoch)" for k, v in split.items()))
     mem = head.get("gpu_bytes")
     if mem:
-        print("gpu memory: " + ", ".join(f"{k} {v / 2 ** 20:,.1f} MiB" for k, v in mem.items())
+        print(("gpu memory (rank 0): " if "ranks" in head else "gpu memory: ") + ", ".join(f"{k} {v / 2 ** 20:,.1f} MiB" for k, v in mem.items())
               + f" (rollout obs {rollout_obs_bytes(head) / 2 ** 20:,.1f} MiB)", flush=True)
+    ranks = sorted((k for k in timed[0] if k.startswith("rank/sps_")), key=lambda k: int(k.rsplit("_", 1)[1]))
+    if ranks:
+        def mean(k):
+            return sum(e[k] for e in timed) / len(timed)
+        print(f"{len(ranks)} ranks: " + ", ".join(f"rank {k.rsplit('_', 1)[1]} {mean(k):,.0f} SPS" for k in ranks)
+              + f"; all-reduce {mean('allreduce_ms'):.1f} ms per minibatch update, {mean('time/allreduce'):.0%} "
+              f"of the epoch (waits for the slowest rank included)", flush=True)
+    if alone is not None:
+        print(f"all-reduce alone (after a barrier, median of 20): {alone:.2f} ms for the policy's "
+              f"{res['num_floats']:,} float32 gradient", flush=True)
     sps = steps / secs
     print(f"train {Path(env_name).stem}: {sps:,.0f} SPS on {head['adapter']}", flush=True)
     return sps, head["adapter"]

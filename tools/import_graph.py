@@ -10,7 +10,7 @@ the project:
     build     envs.build                        (util: the one compile-and-cache path for all C)
     env parts envs.shm (the protocol), envs.js (the JS engine)   (build, util)
     env runtime  envs.vec.* (registry, interface, backends, Go-Explore), the envs package  (env parts, ...)
-    pure      trainer.spec, trainer.metrics, trainer.config, trainer.checkpoint  (the env runtime, ...)
+    pure      trainer.spec, trainer.metrics, trainer.config, trainer.checkpoint, trainer.distributed  (the env runtime, ...)
     runtime   trainer.gpu                       (nothing from trainer above util)
     kernels   trainer.kernels.*                 (runtime, pure)
     model     trainer.policy, trainer.learner   (kernels, runtime, pure)
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("trainer", "envs", "golden", "tools")
 LAYERS = {  # module (or package prefix) -> layer number
     "trainer.util": 0, "envs.build": 1, "envs.shm": 2, "envs.js": 2, "envs": 3, "envs.vec": 3,
-    "trainer.spec": 4, "trainer.metrics": 4, "trainer.config": 4, "trainer.checkpoint": 4,
+    "trainer.spec": 4, "trainer.metrics": 4, "trainer.config": 4, "trainer.checkpoint": 4, "trainer.distributed": 4,
     "trainer.gpu": 5, "trainer.kernels": 6, "trainer.policy": 7, "trainer.learner": 7, "trainer.autotune": 8,
     # programs (wgpu draws the viewer's window; the browser page serves a game), not library code
     "envs.viewer": 9, "envs.play": 9, "envs.archive": 9, "envs.js.browser": 9,

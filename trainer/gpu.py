@@ -120,13 +120,20 @@ def usable_adapters() -> list:
     return sorted(usable, key=lambda a: _RANK.get(_adapter_kind(a.info), 3))
 
 
-def choose_adapter(force: str | None = None):
+def choose_adapter(force: str | None = None, local_rank: int = 0):
     """Pick an adapter: a real GPU first, a CPU adapter (lavapipe) only if there is none.
 
     `force` (or env var PUFFGPU_ADAPTER) selects by a case-insensitive substring of the device
     name, vendor, backend ('vulkan', 'metal', 'd3d12') or adapter type ('cpu', 'discrete').
+    `local_rank` (a data-parallel run's index among the ranks on this machine): a comma-separated
+    `force` names one adapter per local rank (wrapping around); without `force`, rank i takes the
+    i-th adapter of the best kind there is (wrapping around, so K ranks on one GPU share it, and a
+    machine's CPU adapter is never picked beside a GPU).
     """
     force = force if force is not None else os.environ.get("PUFFGPU_ADAPTER")
+    if force and "," in force:
+        names = [n.strip() for n in force.split(",") if n.strip()]
+        force = names[local_rank % len(names)] if names else None
     if force:
         adapters = list(wgpu.gpu.enumerate_adapters_sync())
         key = force.lower()
@@ -139,7 +146,8 @@ def choose_adapter(force: str | None = None):
     usable = usable_adapters()
     if not usable:
         raise GPUError(INSTALL_HINT)
-    return usable[0]
+    best = [a for a in usable if _adapter_kind(a.info) == _adapter_kind(usable[0].info)]
+    return best[local_rank % len(best)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -683,8 +691,8 @@ def disabled_features() -> set[str]:
 
 
 class GPU:
-    def __init__(self, adapter: str | None = None, quiet: bool = False):
-        self.adapter = choose_adapter(adapter)
+    def __init__(self, adapter: str | None = None, quiet: bool = False, local_rank: int = 0):
+        self.adapter = choose_adapter(adapter, local_rank)
         self.info = self.adapter.info
         self.adapter_features = set(self.adapter.features)
         self.disabled = disabled_features()
@@ -860,9 +868,9 @@ def _record_kernel(file: str, entry: str, constants: dict):
 _DEFAULT: GPU | None = None
 
 
-def get_gpu(adapter: str | None = None, quiet: bool = False) -> GPU:
-    """The process-wide GPU (created on first use)."""
+def get_gpu(adapter: str | None = None, quiet: bool = False, local_rank: int = 0) -> GPU:
+    """The process-wide GPU (created on first use; `local_rank`: see choose_adapter)."""
     global _DEFAULT
     if _DEFAULT is None:
-        _DEFAULT = GPU(adapter, quiet=quiet)
+        _DEFAULT = GPU(adapter, quiet=quiet, local_rank=local_rank)
     return _DEFAULT

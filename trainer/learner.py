@@ -201,10 +201,13 @@ def submission_groups(works: list[int], budget: int) -> list[list[int]]:
 class Learner:
     """`masks=False` leaves the rollout's action mask out of the plans (all legal): a test reference.
     `submit_work`: the work budget per submission (default SUBMIT_WORK or PUFFGPU_SUBMIT_WORK; 0: one
-    submission per run)."""
+    submission per run). `world` (trainer/distributed.py): with more than one rank, each minibatch is
+    two plans, its gradient and its optimizer step, and between them the gradient is read back,
+    averaged across ranks and written back; the logged stats are averaged too. One rank: one plan per
+    minibatch, as without a world."""
 
     def __init__(self, policy: Policy, rollout: Rollout, minibatch_size: int, cfg: LearnerConfig | None = None,
-                 replay_ratio: float = 1.0, masks: bool = True, submit_work: int | None = None):
+                 replay_ratio: float = 1.0, masks: bool = True, submit_work: int | None = None, world=None):
         self.gpu, self.policy, self.rollout = policy.gpu, policy, rollout
         self.cfg = cfg or LearnerConfig()
         spec, N, T = policy.spec, rollout.N, rollout.T
@@ -219,16 +222,29 @@ class Learner:
         self.masks = masks
         self.scalars = gpu.buffer(16 * self.num_minibatches, "learn.scalars")  # (clip, ‖g‖, _, _) per minibatch
         self.muon = Muon(gpu, spec, self.cfg)
-        self.plans = [self._build(m) for m in range(self.num_minibatches)]
-        self.plan_work = [plan_work(p) for p in self.plans]
+        self.world = world
+        if self.distributed:
+            self.grad_plans = [self._gradient(gpu.plan(f"minibatch {m} gradient"), m).finalize()
+                               for m in range(self.num_minibatches)]
+            self.step_plans = [self._step(gpu.plan(f"minibatch {m} step"), m).finalize()
+                               for m in range(self.num_minibatches)]
+            self.plans = [None] * self.num_minibatches
+        else:
+            self.plans = [self._step(self._gradient(gpu.plan(f"minibatch {m}"), m), m).finalize()
+                          for m in range(self.num_minibatches)]
+        self.plan_work = [plan_work(p) for p in self.plans] if not self.distributed else []
         self.submit_work = submit_work_budget() if submit_work is None else int(submit_work)
 
-    def _build(self, m: int) -> Plan:
-        """The whole update of minibatch m: rows [(m·R) mod N, … + R) of the rollout."""
-        gpu, p, ro, act, cfg = self.gpu, self.policy, self.rollout, self.act, self.cfg
+    @property
+    def distributed(self) -> bool:
+        return self.world is not None and self.world.size > 1
+
+    def _gradient(self, plan: Plan, m: int) -> Plan:
+        """Minibatch m's loss and gradient (into the policy's grads): rows [(m·R) mod N, … + R) of the
+        rollout."""
+        p, ro, act, cfg = self.policy, self.rollout, self.act, self.cfg
         spec, T, R, M = p.spec, ro.T, self.R, self.M
         row0 = (m * R) % ro.N
-        plan = gpu.plan(f"minibatch {m}")
         obs = ro.obs_rows(row0, R)
         terminals = ro.column("terminal", row0, R)
         transitions = ro.rows(ro.transitions, row0, R, TR_WIDTH)
@@ -247,8 +263,13 @@ class Learner:
         if spec.Kc:  # the logstd gradient: the per-element terms summed over the minibatch
             reduce_logstd_grad(plan, stats=self.stats.range(), dlogstd=p.g("logstd"), M=M, Kc=spec.Kc)
         policy_backward(plan, p, act, obs, ro.obs_stride, terminals, h0, terminals_stride=TR_WIDTH)
+        return plan
+
+    def _step(self, plan: Plan, m: int) -> Plan:
+        """Minibatch m's optimizer step from the policy's grads (scalars slot m ← clip, ‖g‖)."""
+        p = self.policy
         self.muon.add(plan, p.weights.range(), p.grads.range(), self.scalars.f32(4 * m, 4))
-        return plan.finalize()
+        return plan
 
     def run(self, lr: float, minibatches=None) -> dict:
         """Run the given minibatch plans (default: all of an epoch), in order, in as few submits as the
@@ -259,9 +280,19 @@ class Learner:
         """
         idx = list(range(self.num_minibatches)) if minibatches is None else list(minibatches)
         self.muon.set_lr(lr)
-        for group in submission_groups([self.plan_work[m] for m in idx], self.submit_work):
-            self.gpu.run([self.plans[idx[g]] for g in group])
-        logs = self.gpu.read(self.logs).reshape(self.num_minibatches, len(PPO_STATS))[idx]
+        if self.distributed:
+            grads = self.policy.grads
+            for m in idx:
+                local = self.gpu.run([self.grad_plans[m]], read=grads)
+                self.gpu.upload(grads, self.world.average(local))
+                self.gpu.run([self.step_plans[m]])
+        else:
+            for group in submission_groups([self.plan_work[m] for m in idx], self.submit_work):
+                self.gpu.run([self.plans[idx[g]] for g in group])
+        logs = self.gpu.read(self.logs).reshape(self.num_minibatches, len(PPO_STATS))
+        if self.distributed:  # each rank's means over its share: their average is the minibatch's mean
+            logs = self.world.average(logs)
+        logs = logs[idx]
         scal = self.gpu.read(self.scalars).reshape(self.num_minibatches, 4)[idx]
         out = {k: float(logs[:, i].mean()) for i, k in enumerate(PPO_STATS)}
         out["grad_norm"] = float(scal[:, 1].mean())
@@ -269,6 +300,8 @@ class Learner:
         return out
 
     def dispatches_per_minibatch(self) -> int:
+        if self.distributed:
+            return len(self.grad_plans[0]) + len(self.step_plans[0])
         return len(self.plans[0])
 
 

@@ -25,3 +25,8 @@ PHASES = ("env", "inference", "learn")  # logged as time/<phase>
 
 ENV_PREFIX = "env/"
 TIME_PREFIX = "time/"
+# data-parallel runs (trainer/distributed.py) also log rank/sps_<r> (each rank's own agents' steps
+# per second), allreduce_ms (the mean time one minibatch's gradient average took) and
+# time/allreduce (the epoch's share spent in it, a part of time/learn)
+RANK_PREFIX = "rank/"
+ALLREDUCE_MS = "allreduce_ms"

@@ -31,6 +31,7 @@ from typing import NamedTuple
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import envs  # noqa: E402
+from envs.vec.interface import spread_seed  # noqa: E402
 from trainer.util.console import safe_console  # noqa: E402
 
 from . import checkpoint as ckpt  # noqa: E402
@@ -165,48 +166,106 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
 
 
+class Silent:
+    """The dashboard and loggers of a rank other than 0 in a data-parallel run: the run is seen once."""
+
+    def update(self, metrics):
+        pass
+
+    def message(self, text):
+        pass
+
+    def log(self, metrics):
+        pass
+
+    def close(self):
+        pass
+
+
+class NoStop:
+    """A data-parallel rank's rollout runs to its end: the ranks agree to stop after it (World.any)."""
+    requested = False
+
+
+def average_metrics(per_rank: list[dict]) -> dict:
+    """Each key's mean over the ranks that report it (a rank in which no episode ended has none)."""
+    keys = dict.fromkeys(k for m in per_rank for k in m)
+    return {k: float(sum(m[k] for m in per_rank if k in m) / sum(k in m for m in per_rank)) for k in keys}
+
+
 def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | None = None,
-          run_id: str | None = None, loggers=()) -> dict:
+          run_id: str | None = None, loggers=(), world=None) -> dict:
     """Run training; returns a summary (checkpoint path, steps, final metrics). `loggers`: more
     objects with log(metrics)/close() called after the run's own loggers (the sweep's Ray Tune
-    reporter)."""
+    reporter). `world` (trainer/distributed.py): this process's rank in a data-parallel run; by
+    default one process, or the ranks of the MPI launcher that started it."""
+    from . import distributed
     from .gpu import GL_NOTE, get_gpu, is_gl
     from .learner import Learner, LearnerConfig, cosine_lr
     from .policy import Policy, Rollout, RolloutStep
     from .autotune import attach
-    base, vec, t = cfg["base"], cfg["vec"], cfg["train"]
+    world = world or distributed.connect()
+    local = distributed.split_config(cfg, world.size)  # this rank's share of the agents and minibatch
+    base, vec, t = cfg["base"], local["vec"], local["train"]
+    root = world.is_root
+    say = print if root else (lambda *a, **k: None)  # the run's messages, once
     loggers_mod.check(cfg)  # a requested logger that is not installed fails before any work
-    gpu = get_gpu(adapter, quiet=True)
+    gpu = get_gpu(adapter, quiet=True, local_rank=world.local_rank)
     tuner = attach(gpu)  # kernel variants: pins, cache or timing (reads --kernels/--retune/--no-tune)
-    print(f"puffgpu: adapter {gpu.describe()}", flush=True)
+    if world.size > 1:
+        tuner = attach(gpu, distributed.RootChoices(tuner, world))
+    adapters = world.gather(gpu.describe())
+    if world.size > 1:
+        say(f"puffgpu: data-parallel over {world.describe()}", flush=True)
+        for r, name in enumerate(adapters):
+            say(f"puffgpu: rank {r} adapter {name}", flush=True)
+    else:
+        say(f"puffgpu: adapter {gpu.describe()}", flush=True)
     if is_gl(gpu.info):
-        print(GL_NOTE, flush=True)
+        say(GL_NOTE, flush=True)
     elif gpu.is_cpu:
-        print(CPU_NOTE, flush=True)
+        say(CPU_NOTE, flush=True)
 
+    # rank r's agents are seeded as agents r·N_r … of one process's run would be (for 1-agent envs)
     env = envs.make(env_name, vec["total_agents"], config=cfg["env"], num_threads=vec["num_threads"],
-                    seed=base["seed"], check_actions=False,  # the sampler only emits valid indices
+                    seed=spread_seed(base["seed"], world.rank * vec["total_agents"]),
+                    check_actions=False,  # the sampler only emits valid indices
                     num_buffers=vec["num_buffers"])
     N, T, B = env.num_agents, t["horizon"], env.num_buffers
-    config_mod.validate(cfg, N)
+    try:
+        config_mod.validate(local, N)
+    except config_mod.ConfigError as e:
+        if world.size == 1:
+            raise
+        raise config_mod.ConfigError(f"{e}\n(each of the {world.size} ranks holds vec.total_agents / {world.size} = "
+                                     f"{vec['total_agents']} agents and train.minibatch_size / {world.size} = "
+                                     f"{t['minibatch_size']})") from None
+    N_all = sum(world.gather(N))  # agents over every rank
     spec = PolicySpec.for_env(env, cfg["policy"]["hidden_size"], cfg["policy"]["num_layers"])
     for note in spec.pufferlib_notes():
-        print(f"warning: {note}", flush=True)
+        say(f"warning: {note}", flush=True)
     policy = Policy(gpu, spec, seed=base["seed"])
+    if world.size > 1:  # one start for every rank, whatever its adapter's init arithmetic
+        policy.write_weights(world.broadcast(policy.read_weights()))
     rollout = Rollout(gpu, spec, N, T, row_multiple=t["minibatch_size"] // T)
     infers = []  # one inference plan per env buffer, over its rows, with its own sampling seed
     for b in range(B):
         r0, r1 = env.buffer_rows(b)
-        infers.append(RolloutStep(policy, rollout, seed=buffer_seed(base["seed"], b), row0=r0, rows=r1 - r0))
-    learner = Learner(policy, rollout, t["minibatch_size"], LearnerConfig.from_dict(t), t["replay_ratio"])
-    print(tuner.summary(), flush=True)  # kernel variants: what was chosen, tuning time (trainer/autotune.py)
-    epochs = t["total_timesteps"] // (N * T)
+        infers.append(RolloutStep(policy, rollout, seed=buffer_seed(base["seed"], world.rank * B + b),
+                                  row0=r0, rows=r1 - r0))
+    learner = Learner(policy, rollout, t["minibatch_size"], LearnerConfig.from_dict(t), t["replay_ratio"],
+                      world=world)
+    say(tuner.summary(), flush=True)  # kernel variants: what was chosen, tuning time (trainer/autotune.py)
+    epochs = t["total_timesteps"] // (N_all * T)
 
-    # resume: the weights always; the momentum and the run's counters when it is a puffgpu checkpoint
+    # resume: the weights always; the momentum and the run's counters when it is a puffgpu checkpoint.
+    # In a data-parallel run rank 0 reads the file and sends it to the others (a checkpoint does not
+    # depend on the number of ranks that wrote it).
     epoch, global_step, resumed_from = 0, 0, None
     if base["load_model_path"] not in (None, "None"):
-        path = ckpt.resolve(base["load_model_path"], base["checkpoint_dir"], env.name)
-        weights, momentum, meta = ckpt.load(path, spec, env=env.name, with_momentum=True)
+        path = ckpt.resolve(base["load_model_path"], base["checkpoint_dir"], env.name) if root else None
+        weights, momentum, meta = ckpt.load(path, spec, env=env.name, with_momentum=True) if root else (None,) * 3
+        path, weights, momentum, meta = world.share((path, weights, momentum, meta))
         policy.write_weights(weights)
         state = meta.get("trainer_state") or {}
         if momentum is not None and state:  # a puffgpu checkpoint: continue the same run
@@ -214,35 +273,41 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
             epoch, global_step = state["epoch"], state["global_step"]
             run_id = run_id or state.get("run_id")
         resumed_from = str(path)
-        print(f"loaded {path} (epoch {epoch}, step {global_step})", flush=True)
+        say(f"loaded {path} (epoch {epoch}, step {global_step})", flush=True)
         try:
             notes = env.restore_extras(path)
         except ValueError as e:
             raise TrainingError(str(e)) from None
         for note in notes:
-            print(note, flush=True)
-    run_id = run_id or new_run_id()
+            say(note, flush=True)
+    run_id = world.share(run_id or new_run_id())
 
     log_path = Path(base["log_dir"]) / env.name / f"{run_id}.jsonl"
-    header = {"run_id": run_id, "env": env.name, "adapter": gpu.describe(), "num_agents": N,
+    header = {"run_id": run_id, "env": env.name, "adapter": gpu.describe(), "num_agents": N_all,
               "policy": spec.describe(), "epochs": epochs, "resumed_from": resumed_from, "config": cfg,
               "gpu_bytes": gpu_bytes(policy, rollout, infers, learner)}
-    logs = loggers_mod.Loggers(cfg, header, log_path, extra=loggers)
+    if world.size > 1:
+        header["ranks"] = [{"adapter": a, "host": h, "pid": pid} for a, (h, pid) in zip(adapters, world.hosts)]
+    logs = loggers_mod.Loggers(cfg, header, log_path, extra=loggers) if root else Silent()
 
     def save(step: int) -> Saved:
         path = ckpt.checkpoint_path(base["checkpoint_dir"], env.name, run_id, step)
-        env.save_extras(path)  # first, so a complete checkpoint (its sidecar) implies its extras
-        ckpt.save(path, policy.read_weights(), spec, env.name, step, config=cfg,
-                  momentum=learner.muon.read_momentum(),
-                  state={"epoch": epoch, "global_step": step, "run_id": run_id})
+        weights, momentum = policy.read_weights(), learner.muon.read_momentum()
+        world.check_identical("the weights", weights)  # data-parallel ranks must hold the same bits
+        world.check_identical("the optimizer momentum", momentum)
+        if root:
+            env.save_extras(path)  # first, so a complete checkpoint (its sidecar) implies its extras
+            ckpt.save(path, weights, spec, env.name, step, config=cfg, momentum=momentum,
+                      state={"epoch": epoch, "global_step": step, "run_id": run_id})
         return Saved(step, path)
 
-    dash = Dashboard(env.name, gpu.describe(), run_id, epochs * N * T, live=live)
+    dash = Dashboard(env.name, gpu.describe(), run_id, epochs * N_all * T, live=live) if root else Silent()
     picture = f" (a {'x'.join(map(str, spec.picture))} picture, {spec.obs_dtype})" if spec.picture else ""
-    dash.message(f"{env.name}: {N} agents, obs {spec.obs_size}{picture}, heads {list(spec.act_sizes)}; "
+    dash.message(f"{env.name}: {N_all} agents, obs {spec.obs_size}{picture}, heads {list(spec.act_sizes)}; "
                  f"policy H={spec.hidden} "
-                 f"L={spec.layers} ({spec.num_floats:,} params); {epochs} epochs of {N * T:,} steps, "
-                 f"{learner.num_minibatches} minibatches of {learner.M} each; logs {log_path}")
+                 f"L={spec.layers} ({spec.num_floats:,} params); {epochs} epochs of {N_all * T:,} steps, "
+                 f"{learner.num_minibatches} minibatches of {learner.M * world.size} each"
+                 + (f" ({learner.M} on each of {world.size} ranks)" if world.size > 1 else "") + f"; logs {log_path}")
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=B, thread_name_prefix="env") if B > 1 else InlineExecutor()
     watch = Stopwatch()
     env_metrics: dict = {}  # the last value of each env metric: an epoch in which no episode ends keeps them
@@ -251,18 +316,20 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
     env.reset()
     with StopRequest() as stop:
         try:
-            while epoch < epochs and not stop.requested:
+            while epoch < epochs:  # a stop is seen after the rollout (by every rank at once)
                 t0 = time.perf_counter()
                 watch.reset()
                 if base["reset_every_horizon"]:
                     gpu.zero(rollout.state)
-                collect_rollout(env, infers, T, epoch, watch, stop, pool)
-                if stop.requested:  # drop the partial rollout; the weights are the last epoch's
+                collect_rollout(env, infers, T, epoch, watch, stop if world.size == 1 else NoStop, pool)
+                if world.any(stop.requested):  # drop the rollout; the weights are the last epoch's
+                    stop.signal = stop.signal or "another rank's stop"
                     break
                 # learn: every minibatch of the epoch in one submit, one learning rate per epoch
                 s = time.perf_counter()
                 lr = (cosine_lr(t["learning_rate"], epoch, epochs, t["min_lr_ratio"]) if t["anneal_lr"]
                       else t["learning_rate"])
+                world.reduce_seconds = 0.0
                 losses = learner.run(lr)
                 watch.add("learn", s)
                 bad = [k for k in names.LOSSES if not math.isfinite(losses[k])]
@@ -271,16 +338,25 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
                         f"NaN/Inf in {', '.join(bad)} at epoch {epoch} (global step {global_step}); stopping. "
                         f"Last good checkpoint: {saved.path if saved else 'none saved in this run'} (left untouched).")
                 epoch += 1
-                global_step += N * T
-                env_metrics.update({names.ENV_PREFIX + k: v for k, v in env.epoch_metrics().items()})
+                global_step += N_all * T
+                ranks = {}
+                if world.size > 1:  # env metrics over every rank's envs; each rank's speed
+                    env_now = average_metrics(world.gather(env.epoch_metrics()))
+                    rank_sps = world.gather(N * T / (time.perf_counter() - t0))
+                    ranks = {**{f"{names.RANK_PREFIX}sps_{r}": v for r, v in enumerate(rank_sps)},
+                             names.ALLREDUCE_MS: 1e3 * world.reduce_seconds / max(1, learner.num_minibatches)}
+                    watch.t["allreduce"] = world.reduce_seconds
+                else:
+                    env_now = env.epoch_metrics()
+                env_metrics.update({names.ENV_PREFIX + k: v for k, v in env_now.items()})
                 dt = time.perf_counter() - t0
                 epoch_times.append(dt)
                 recent = epoch_times[-10:]
                 metrics = {"epoch": epoch, "epochs": epochs, "global_step": global_step,
-                           "sps": N * T / dt, "elapsed": time.perf_counter() - start,
+                           "sps": N_all * T / dt, "elapsed": time.perf_counter() - start,
                            "eta": (epochs - epoch) * sum(recent) / len(recent), "learning_rate": lr,
                            "epoch_seconds": dt, **{k: losses[k] for k in names.LOSSES}, **env_metrics,
-                           **{names.TIME_PREFIX + k: v / dt for k, v in watch.t.items()}}
+                           **{names.TIME_PREFIX + k: v / dt for k, v in watch.t.items()}, **ranks}
                 dash.update(metrics)
                 # the loggers before the checkpoint: every checkpoint's epoch is in the log. A sweep
                 # trial that Ray Tune stops ends inside this call, keeping its previous checkpoint.
@@ -290,7 +366,8 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
             if global_step > 0 and (saved is None or saved.step != global_step):
                 saved = save(global_step)
         except envs.EnvError as e:  # the env failed for good: keep the last complete epoch, then say why
-            if global_step > 0 and (saved is None or saved.step != global_step):
+            # (one process only: a data-parallel rank's env fails alone, and saving is collective)
+            if world.size == 1 and global_step > 0 and (saved is None or saved.step != global_step):
                 saved = save(global_step)
             kept = f"checkpoint {saved.path} (step {global_step:,})" if saved else "no checkpoint (no epoch completed)"
             raise envs.EnvError(f"{e}\nthe run stopped; kept: {kept}") from None
@@ -301,10 +378,10 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
             env.close()
     how = f"stopped ({stop.reason})" if stop.requested else "done"
     checkpoint = saved.path if saved else None
-    print(f"{how}: {global_step:,} steps in {fmt_time(time.perf_counter() - start)}; checkpoint {checkpoint}; "
+    say(f"{how}: {global_step:,} steps in {fmt_time(time.perf_counter() - start)}; checkpoint {checkpoint}; "
           f"log {log_path}", flush=True)
     return {"checkpoint": checkpoint, "global_step": global_step, "epoch": epoch, "run_id": run_id,
-            "log": log_path, "metrics": metrics, "stopped": stop.requested}
+            "log": log_path, "metrics": metrics, "stopped": stop.requested, "num_floats": spec.num_floats}
 
 
 def gpu_errors() -> tuple:
@@ -349,15 +426,45 @@ def main(argv: list[str] | None = None) -> int:
         if args.env is None:
             ap.error(f"--env is required; built-in envs: {', '.join(envs.list_envs())}")
         cfg, _ = config_mod.load(args.env, config_mod.parse_flags(rest))
-        train(args.env, cfg, adapter=args.adapter, live=False if args.plain else None)
-    except (config_mod.ConfigError, ckpt.CheckpointError, TrainingError, ValueError, FileNotFoundError,
-            envs.EnvError, *gpu_errors()) as e:
+    except (config_mod.ConfigError, ValueError, FileNotFoundError, envs.EnvError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    from . import distributed
+    size = distributed.launched_size()
+    try:
+        distributed.split_config(cfg, size)  # refused by every rank alike, before any work
+    except distributed.DistributedError as e:
+        if distributed.launch_rank() == 0:
+            print(f"error: {e}", file=sys.stderr)
+        return 1
+    world = None
+    try:
+        world = distributed.connect()
+        train(args.env, cfg, adapter=args.adapter, live=False if args.plain else None, world=world)
+    except (config_mod.ConfigError, ckpt.CheckpointError, TrainingError, ValueError, FileNotFoundError,
+            envs.EnvError, distributed.DistributedError, *gpu_errors()) as e:
+        return failed(world, f"error: {e}", 1)
     except KeyboardInterrupt:
-        print("interrupted twice: stopped without saving", file=sys.stderr)
-        return 130
+        return failed(world, "interrupted twice: stopped without saving", 130)
+    except BaseException:
+        if world is None or world.size == 1:
+            raise
+        import traceback
+        traceback.print_exc()
+        return failed(world, "error: the run failed (the traceback above)", 1)
     return 0
+
+
+def failed(world, message: str, code: int) -> int:
+    """Report a failure; in a data-parallel run, name the rank and stop every rank (the others may be
+    waiting for this one in a collective). The last checkpoint is left as it was."""
+    if world is None or world.size == 1:
+        print(message, file=sys.stderr)
+        return code
+    print(f"rank {world.rank} of {world.size}: {message}\nstopping every rank; the last checkpoint is kept",
+          file=sys.stderr, flush=True)
+    world.abort(code)
+    return code
 
 
 if __name__ == "__main__":
