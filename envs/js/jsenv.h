@@ -74,6 +74,8 @@ struct Log {
     float n;
 };
 
+typedef struct JsP5 JsP5; /* envs/js/p5native.h */
+
 typedef struct JsCanvas {
     unsigned char* px; /* [h][w][ch] */
     int w, h, ch;      /* ch 3: the picture (opaque); 4: a createGraphics buffer (RGBA) */
@@ -101,6 +103,8 @@ struct Env {
     int max_steps, steps, failed;
     int frameskip;    /* frames per step: the first with the action's presses, the rest held keys only */
     int rasterize;    /* 0: the primitives draw nothing (tools/bench_env.py times the game alone) */
+    int native_p5;    /* 1: the frequent p5 calls in C (p5native.h); 0: the prelude's JS for all */
+    JsP5* p5;
     unsigned int episode_seed;
     double last_score, episode_return;
     char game[1024];
@@ -403,6 +407,8 @@ static const JSCFunctionListEntry js_native_funcs[] = {
     JS_CFUNC_DEF("canvas", 2, js_n_canvas),
 };
 
+#include "p5native.h"
+
 /* ---- lifecycle ---------------------------------------------------------------------------- */
 static char* js_read_file(const char* path, size_t* len) {
     FILE* fp = fopen(path, "rb");
@@ -543,6 +549,7 @@ void puf_init(Env* env, Dict* kwargs) {
     env->frameskip = (int)dict_get(kwargs, "frameskip");
     if (env->frameskip < 1) env->frameskip = 1;
     env->rasterize = dict_get(kwargs, "rasterize") != 0;
+    env->native_p5 = dict_get(kwargs, "native_p5") != 0;
     snprintf(env->game, sizeof(env->game), "%s", game);
     env->memory_limit = (size_t)(mem_mb > 1 ? mem_mb : 1) << 20;
     env->ops_budget = (long)((mops > 0.01 ? mops : 0.01) * 100.0); /* a handler call per ~10K ops */
@@ -554,9 +561,11 @@ void puf_init(Env* env, Dict* kwargs) {
     c->px = (unsigned char*)calloc((size_t)c->w * c->h, 3);
     env->final_frame = (unsigned char*)calloc((size_t)c->w * c->h, 3);
     env->num_canvases = 1;
+    env->p5 = (JsP5*)calloc(1, sizeof(JsP5));
+    if (env->p5 != NULL) p5_native_init(env);
     env->rt = JS_NewRuntime();
     env->ctx = env->rt ? JS_NewContext(env->rt) : NULL;
-    if (c->px == NULL || env->ctx == NULL) {
+    if (c->px == NULL || env->ctx == NULL || env->p5 == NULL) {
         js_fail(env, "%s: out of memory creating its JS runtime", js_basename(game));
         return;
     }
@@ -572,6 +581,13 @@ void puf_init(Env* env, Dict* kwargs) {
     JSValue ob = JS_NewArrayBuffer(ctx, (uint8_t*)env->out, sizeof(env->out), 0, NULL, NULL, false);
     JS_SetPropertyStr(ctx, native, "fbuf", fb);
     JS_SetPropertyStr(ctx, native, "obuf", ob);
+    if (env->native_p5) { /* the picture's p5 state in C memory, and the C functions */
+        JS_SetPropertyStr(ctx, native, "state",
+                          JS_NewArrayBuffer(ctx, (uint8_t*)env->p5->s, sizeof(env->p5->s), 0, NULL, NULL, false));
+        JS_SetPropertyStr(ctx, native, "rstate",
+                          JS_NewArrayBuffer(ctx, (uint8_t*)env->p5->rs, sizeof(env->p5->rs), 0, NULL, NULL, false));
+        JS_SetPropertyStr(ctx, native, "p5", JS_NewCFunction(ctx, js_n_p5, "p5", 1));
+    }
     JS_SetPropertyStr(ctx, native, "width", JS_NewInt32(ctx, JS_PICTURE_WIDTH));
     JS_SetPropertyStr(ctx, native, "height", JS_NewInt32(ctx, JS_PICTURE_HEIGHT));
     JS_SetPropertyStr(ctx, native, "actions", JS_NewString(ctx, actions));
@@ -674,6 +690,7 @@ void puf_close(Env* env) {
         JS_FreeValue(env->ctx, env->fn_hold);
         JS_FreeValue(env->ctx, env->fn_reset);
         JS_FreeValue(env->ctx, env->host);
+        if (env->p5 != NULL) p5_native_free(env);
         JS_FreeContext(env->ctx);
     }
     if (env->rt != NULL) JS_FreeRuntime(env->rt);
@@ -682,6 +699,8 @@ void puf_close(Env* env) {
     for (int i = 0; i < env->num_canvases; i++) free(env->canvas[i].px);
     free(env->final_frame);
     env->final_frame = NULL;
+    free(env->p5);
+    env->p5 = NULL;
     env->num_canvases = 0;
 }
 

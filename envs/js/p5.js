@@ -674,6 +674,15 @@
     },
   });
 
+  // In the env, the frequent calls on the picture run as C functions (envs/js/p5native.h) that
+  // compute what these do; these stay their twins for the inputs C leaves to JS.
+  if (N.p5) {
+    const twins = { sin, cos, tan, asin, acos, atan, atan2, exp, log, pow, mathRandom: rnd };
+    for (const k of ["fill", "stroke", "noFill", "noStroke", "strokeWeight", "background", "rect", "square", "ellipse",
+      "circle", "line", "triangle", "quad", "translate", "rotate", "scale", "push", "pop", "resetMatrix", "random"]) twins[k] = G[k];
+    N.p5(twins);
+  }
+
   // ---- p5.Vector (2D/3D) -----------------------------------------------------------------
   class Vector {
     constructor(x = 0, y = 0, z = 0) { this.x = x; this.y = y; this.z = z; }

@@ -24,6 +24,8 @@ the .ini beside the game, else the defaults below:
     memory_mb                      the JS heap limit of each env (default 64)
     step_mops                      million JS operations one call into the game may run (default 100)
     rasterize                      0: draw nothing (tools/bench_env.py times the game logic alone)
+    native_p5                      0: every p5 call in the prelude's JS, none in C (the same frames,
+                                   slower; tests compare the two)
 """
 
 import numpy as np
