@@ -205,6 +205,12 @@ static inline void js_span(JsCanvas* c, int y, int x0, int x1, int r, int g, int
     if (y < 0 || y >= c->h) return;
     if (x0 < 0) x0 = 0;
     if (x1 > c->w) x1 = c->w;
+    if (a >= 255 && c->ch == 3) { /* opaque on the picture: what js_blend writes, without its tests */
+        unsigned char* p = c->px + ((size_t)y * c->w + x0) * 3;
+        for (int x = x0; x < x1; x++, p += 3) { p[0] = (unsigned char)r; p[1] = (unsigned char)g; p[2] = (unsigned char)b; }
+        return;
+    }
+    if (a <= 0) return;
     for (int x = x0; x < x1; x++) js_blend(c, x, y, r, g, b, a);
 }
 
@@ -220,6 +226,21 @@ static void p5_poly(JsCanvas* c, const double* f, int n, int r, int g, int b, in
         if (y > ymax) ymax = y;
     }
     int y0 = (int)fmax(ceil(ymin - 0.5), 0.0), y1 = (int)fmin(floor(ymax - 0.5), (double)c->h - 1);
+    /* an axis-aligned rectangle (rect() without rotation, either vertex order): each row between
+     * its two vertical edges, which the general loop below would find at x = their x exactly
+     * (ax + (yc - ay) * 0 / (by - ay)) on the rows with ymin <= yc < ymax */
+    int h1 = n == 4 && f[0] == f[6] && f[2] == f[4] && f[1] == f[3] && f[5] == f[7];
+    int h2 = n == 4 && f[0] == f[2] && f[4] == f[6] && f[1] == f[7] && f[3] == f[5];
+    if (h1 || h2) {
+        double xa = h1 ? f[2] : f[4], xb = f[0];
+        double lo = ceil(fmin(xa, xb) - 0.5), hi = ceil(fmax(xa, xb) - 0.5);
+        if (lo < 0) lo = 0;
+        if (hi > c->w) hi = c->w;
+        if (!(lo < hi)) return;
+        for (int y = y0; y <= y1; y++)
+            if (y + 0.5 < ymax) js_span(c, y, (int)lo, (int)hi, r, g, b, a);
+        return;
+    }
     double xs[512];
     int dirs[512];
     for (int y = y0; y <= y1; y++) {
@@ -302,6 +323,12 @@ static void p5_image(JsCanvas* dst, const JsCanvas* src, const double* f) {
 }
 
 static void p5_background(JsCanvas* c, int r, int g, int b, int a) {
+    if (a >= 255 && c->ch == 3 && c->h > 0) { /* opaque: one row, copied */
+        size_t row = (size_t)c->w * 3;
+        js_span(c, 0, 0, c->w, r, g, b, a);
+        for (int y = 1; y < c->h; y++) memcpy(c->px + y * row, c->px, row);
+        return;
+    }
     for (int y = 0; y < c->h; y++) js_span(c, y, 0, c->w, r, g, b, a);
 }
 
