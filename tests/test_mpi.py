@@ -223,3 +223,13 @@ def test_the_average_sums_in_rank_order_on_every_rank():
     order 0, 1, 2 divided by 3, the same bits everywhere."""
     code, out = run(["tests/mpi/average.py"], n=3, timeout=120)
     assert code == 0 and out.count("ok") == 3, out  # one per rank (their lines may interleave)
+
+
+def test_an_adapter_list_names_one_adapter_per_local_rank():
+    """--adapter / PUFFGPU_ADAPTER "A,B": local rank 0 takes A, 1 takes B, 2 takes A again."""
+    from trainer.gpu import GPUError, choose_adapter
+    assert "llvmpipe" in str(choose_adapter("no-such-gpu,llvmpipe", local_rank=1).info.get("device")).lower()
+    assert "llvmpipe" in str(choose_adapter("no-such-gpu,llvmpipe", local_rank=3).info.get("device")).lower()
+    with pytest.raises(GPUError, match="'no-such-gpu' matches no adapter"):
+        choose_adapter("no-such-gpu,llvmpipe", local_rank=2)
+    assert choose_adapter(None, local_rank=5) is not None  # wraps around the best kind's adapters

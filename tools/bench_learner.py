@@ -48,6 +48,30 @@ def profile(gpu, plan, reps=3):
         print(f"  {sec * 1e3:8.1f} ms  {label}")
 
 
+class TimingWorld:
+    """Two ranks as far as the learner's plans go (a gradient plan and a step plan per minibatch), one
+    process: the average is the identity, so the split can be timed without MPI."""
+    size, rank = 2, 0
+
+    def average(self, a):
+        return a
+
+
+def split_times(gpu, policy, ro, minibatch, reps):
+    """ms per minibatch of the gradient plan and of the step plan, each submitted and waited for alone."""
+    learner = Learner(policy, ro, minibatch, world=TimingWorld())
+    times = []
+    for plans in (learner.grad_plans, learner.step_plans):
+        gpu.run(plans[0])
+        gpu.sync()
+        t = time.perf_counter()
+        for m in range(reps):
+            gpu.run(plans[m])
+            gpu.sync()
+        times.append((time.perf_counter() - t) / reps * 1e3)
+    return times
+
+
 def main():
     safe_console()  # a console or pipe that cannot encode a character gets '?'
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -97,6 +121,10 @@ def main():
     print(f"CPU encode per minibatch: {min(encodes) * 1e3:.3f} ms best, {np.median(encodes) * 1e3:.3f} ms median")
     print(f"GPU time per minibatch: {per_mb * 1e3:.0f} ms ({args.minibatch / per_mb:,.0f} samples/s)")
     print(f"achieved: {rate:.1f} GFLOP/s = {rate / ref:.0%} of the tuned matmul's {ref:.1f} GFLOP/s")
+    grad_ms, step_ms = split_times(gpu, policy, ro, args.minibatch, k)
+    print(f"split as a data-parallel rank runs it: gradient {grad_ms:.0f} ms + optimizer step (clip, Muon, "
+          f"update) {step_ms:.0f} ms per minibatch; with K ranks the gradient's share shrinks with the "
+          f"minibatch per rank, the step does not")
     if args.profile:
         profile(gpu, plan)
     print(f"learner minibatch: {per_mb * 1e3:.0f} ms, {learner.dispatches_per_minibatch()} dispatches on {gpu.describe()}")

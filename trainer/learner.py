@@ -14,6 +14,10 @@ shuffling: minibatch m uses rows [(m·R) mod N, … + R). Its plan, built once, 
 An epoch's minibatch plans go into as few submits as a work budget allows (see SUBMIT_WORK); only
 the logged stats (8 floats per minibatch) and the grad norm are read back. The learning rate lives
 in a small GPU buffer written once per epoch.
+
+Data-parallel (a `world` of K > 1 ranks, trainer/distributed.py): each rank's minibatch is its R/K
+rows, and its plan is cut after the backward pass into a gradient plan and a step plan (clip →
+Muon → update); between them the gradient is read back, averaged over the ranks and written back.
 """
 from __future__ import annotations
 
