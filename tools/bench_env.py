@@ -3,6 +3,7 @@
     python tools/bench_env.py --env platformer [--agents 1024] [--seconds 2]
     python tools/bench_env.py --env envs/ocean/catcher/catcher.js     # a JS game, with the split
     python tools/bench_env.py --shm [--env platformer] [--rounds 3]   # envs in other processes
+    python tools/bench_env.py --ale breakout.js=BreakoutNoFrameskip-v4 [more.js=...] [--js other.js]
 
 --shm measures, side by side in one run: the env in-process vs isolated in server processes
 (`isolate = 1`, the shared-memory protocol) at the same agent count, alternating rounds so that
@@ -21,9 +22,20 @@ other load on the machine does not change them), one with `rasterize = 0` (the d
 do nothing), split a step's time into the game logic (the game's JS and the p5 prelude's) and
 rasterizing (the C primitives); with a frameskip (the game's ini) a step is that many frames, and
 the line gives frames/s too.
+
+--ale measures JS games side by side with their Arcade Learning Environment originals, with
+PlayTrain's protocol: one env, one thread, 64x64x3 pictures, frameskip 1, random actions, resets
+included, 200 warm-up steps then 1,500 frames timed by CPU time, the median of 7 trials (the JS
+game's and the ALE game's trials alternate, so both see the same load). ALE runs through ale-py
+and gymnasium (`pip install ale-py gymnasium`: a benchmark-only extra) at its own 210x160x3. It
+prints steps/s per core of each, the ratio and the geometric mean of the ratios; then a
+per-primitive cost table (ns per call with the C p5 layer and with the prelude's JS alone,
+`native_p5 = 0`); per game the share of a step spent in game logic, in p5 calls and in
+rasterizing; and env-only steps/s at 1 and 2 threads. --js adds JS games without an ALE pair.
 """
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -86,6 +98,203 @@ def _timed(env, seconds, warmup=20):
     env.close()
     times = np.array(times)
     return len(times) * n / elapsed, float(np.median(times)), float(np.percentile(times, 90))
+
+
+# ---- --ale: JS games next to their ALE originals --------------------------------------------------
+PROTOCOL = {"picture_width": 64, "picture_height": 64, "picture_channels": 3, "frameskip": 1}
+
+
+class _JsRunner:
+    """One JS env stepped with random actions (resets are the vecenv's own)."""
+
+    def __init__(self, path, config=None, seed=0):
+        self.env = envs.make(str(path), 1, num_threads=1, seed=seed, config=dict(PROTOCOL, **(config or {})),
+                             check_actions=False)
+        self.env.reset()
+        self.rng = np.random.default_rng(seed)
+        self.n = self.env.act_sizes[0]
+
+    def run(self, frames):
+        env, rng, n = self.env, self.rng, self.n
+        for _ in range(frames):
+            env.actions[0, 0] = rng.integers(n)
+            env.step()
+
+    def close(self):
+        self.env.close()
+
+
+class _AleRunner:
+    def __init__(self, env_id, seed=0):
+        try:
+            import ale_py
+            import gymnasium as gym
+        except ImportError as e:
+            raise SystemExit(f"--ale needs ale-py and gymnasium (a benchmark-only extra): pip install ale-py gymnasium ({e})")
+        gym.register_envs(ale_py)
+        self.env = gym.make(env_id, obs_type="rgb")
+        self.env.reset(seed=seed)
+        self.rng = np.random.default_rng(seed)
+        self.n = self.env.action_space.n
+
+    def run(self, frames):
+        env, rng, n = self.env, self.rng, self.n
+        for _ in range(frames):
+            _, _, term, trunc, _ = env.step(int(rng.integers(n)))
+            if term or trunc:
+                env.reset()
+
+    def close(self):
+        self.env.close()
+
+
+def _cpu_rate(runner, frames):
+    t = time.process_time()
+    runner.run(frames)
+    return frames / (time.process_time() - t)
+
+
+def _side_by_side(runners, warmup, frames, trials):
+    """Median steps per CPU second of each runner, trials alternating between them."""
+    for r in runners:
+        r.run(warmup)
+    rates = [[] for _ in runners]
+    for t in range(trials):
+        order = list(range(len(runners)))
+        if t % 2:
+            order.reverse()
+        for i in order:
+            rates[i].append(_cpu_rate(runners[i], frames))
+    return [float(np.median(r)) for r in rates]
+
+
+def _ale_id(spec):
+    path, _, ale = spec.partition("=")
+    if not ale:
+        ale = Path(path).stem.split("_")[0].capitalize() + "NoFrameskip-v4"
+    return path, ale
+
+
+# Per-primitive costs: a game whose draw() makes one call K times a frame, minus the same game
+# with an empty loop; `setup` runs once a frame before the loop.
+PRIMITIVES = [
+    ("rect (1 px)", "", "rect((i % 60) * 6.25, 6.25, 6.25, 6.25);"),  # 400 units = 64 pixels
+    ("ellipse (1 px)", "", "ellipse((i % 60) * 6.25 + 3.125, 9.375, 6.25, 6.25);"),
+    ("fill", "", "fill(i & 255, 20, 30);"),
+    ("push + pop", "", "push(); pop();"),
+    ("translate", "", "translate(0.001, 0);"),  # draw() starts from the identity each frame
+    ("rotate", "", "rotate(0.001);"),
+    ("text (no-op here)", "", "text('hi', 10, 10);"),
+    ("line (1 px)", "stroke(255);", "line(3, 3, 3.1, 3);"),
+]
+K = 200
+
+
+def _primitive_game(folder, name, setup, body, k=K):
+    text = ("function setup() { createCanvas(400, 400); }\nfunction resetGame() {}\n"
+            "function getGameState() { return { score: 0 }; }\n"
+            f"function draw() {{ background(0); noStroke(); {setup} for (let i = 0; i < {k}; i++) {{ {body} }} }}\n")
+    path = Path(folder) / f"{name}.js"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _rate(path, config=None, frames=1500, trials=5):
+    r = _JsRunner(path, config)
+    try:
+        r.run(100)
+        return float(np.median([_cpu_rate(r, frames) for _ in range(trials)]))
+    finally:
+        r.close()
+
+
+def primitive_table(frames=600):
+    import tempfile
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for native in (1, 0):
+            base = 1e9 / _rate(_primitive_game(tmp, f"base{native}", "", ""), {"native_p5": native}, frames)
+            costs = []
+            for j, (label, setup, body) in enumerate(PRIMITIVES):
+                ns = 1e9 / _rate(_primitive_game(tmp, f"p{j}_{native}", setup, body), {"native_p5": native}, frames)
+                costs.append((ns - base) / K)
+            # per filled pixel: a 400x400 rect (the whole 64x64 picture) against a 1-pixel one
+            big = 1e9 / _rate(_primitive_game(tmp, f"big{native}", "", "rect(0, 0, 400, 400);", k=20),
+                              {"native_p5": native}, frames)
+            small = 1e9 / _rate(_primitive_game(tmp, f"small{native}", "", "rect(0, 0, 6.25, 6.25);", k=20),
+                                {"native_p5": native}, frames)
+            costs.append((big - small) / 20 / (64 * 64 - 1))
+            rows.append(costs)
+    print(f"{'primitive':<22}{'C p5 layer, ns':>16}{'JS prelude, ns':>16}")
+    for i, label in enumerate([p[0] for p in PRIMITIVES] + ["per filled pixel"]):
+        print(f"{label:<22}{rows[0][i]:>16.1f}{rows[1][i]:>16.1f}")
+
+
+NOOP_DRAWING = ("\n;(function (G) { const f = function () {}; for (const k of ['background', 'fill', 'stroke', 'noFill', "
+                "'noStroke', 'strokeWeight', 'rect', 'square', 'ellipse', 'circle', 'arc', 'line', 'point', 'triangle', "
+                "'quad', 'beginShape', 'vertex', 'endShape', 'image', 'text', 'push', 'pop', 'translate', 'rotate', "
+                "'scale', 'rectMode', 'ellipseMode', 'textSize', 'textAlign', 'colorMode']) G[k] = f; })(globalThis);\n")
+
+
+def step_split(path, frames=1500):
+    """(total, game logic, p5 calls, rasterizing) in us per step on one thread: logic is the game
+    with every drawing call a no-op, rasterizing what `rasterize = 0` saves."""
+    import tempfile
+    total = 1e6 / _rate(path, None, frames)
+    no_pixels = 1e6 / _rate(path, {"rasterize": 0}, frames)
+    with tempfile.TemporaryDirectory() as tmp:
+        bare = Path(tmp) / Path(path).name
+        bare.write_text(Path(path).read_text(encoding="utf-8") + NOOP_DRAWING, encoding="utf-8")
+        logic = 1e6 / _rate(bare, None, frames)
+    return total, logic, max(no_pixels - logic, 0.0), max(total - no_pixels, 0.0)
+
+
+def threads_rates(path, agents=16, seconds=1.0):
+    """[(steps/s by wall time, steps per CPU second, threads, kind)] at 1 and 2 threads: the
+    second stays the first's when the threads share nothing (no lock, no false sharing)."""
+    out = []
+    for threads in (1, 2):
+        wall, used, kind = steps_per_second(str(path), agents, threads, seconds, dict(PROTOCOL))
+        cpu, _, _ = steps_per_second(str(path), agents, threads, seconds, dict(PROTOCOL), cpu=True)
+        out.append((wall, cpu, used, kind))
+    return out
+
+
+def ale_benchmarks(args):
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # idle OpenMP threads do not spin on the CPU clock
+    pairs = [_ale_id(s) for s in args.ale]
+    print(f"protocol: one env, one thread, 64x64x3 (ALE: 210x160x3), frameskip 1, random actions, resets included, "
+          f"{args.warmup} warm-up steps, then {args.frames} frames timed by CPU time, median of {args.trials} trials")
+    ratios = []
+    for path, ale_id in pairs:
+        js, ale = _JsRunner(path), _AleRunner(ale_id)
+        try:
+            js_rate, ale_rate = _side_by_side([js, ale], args.warmup, args.frames, args.trials)
+        finally:
+            js.close()
+            ale.close()
+        ratios.append(js_rate / ale_rate)
+        print(f"{Path(path).name}: {js_rate:,.0f} steps/s per core; ALE {ale_id}: {ale_rate:,.0f} steps/s per core; "
+              f"ratio {js_rate / ale_rate:.2f}x ALE")
+    if ratios:
+        print(f"geometric mean over {len(ratios)} pair(s): {float(np.exp(np.mean(np.log(ratios)))):.2f}x ALE per core")
+    games = [p for p, _ in pairs] + list(args.js or [])
+    for path in args.js or []:
+        print(f"{Path(path).name}: {_rate(path, None, args.frames, args.trials):,.0f} steps/s per core (no ALE pair)")
+    print()
+    primitive_table()
+    print()
+    for path in games:
+        total, logic, calls, raster = step_split(path, args.frames)
+        print(f"{Path(path).name}: {total:.1f} us a step = game logic {logic:.1f} us ({100 * logic / total:.0f}%) + "
+              f"p5 calls {calls:.1f} us ({100 * calls / total:.0f}%) + rasterizing {raster:.1f} us "
+              f"({100 * raster / total:.0f}%)")
+    print()
+    for path in games:
+        (one, one_cpu, _, _), (two, two_cpu, used, kind) = threads_rates(path)
+        print(f"{Path(path).name}: env-only, 16 envs: 1 thread {one:,.0f} steps/s ({one_cpu:,.0f} per CPU second), "
+              f"{used} threads ({kind}) {two:,.0f} steps/s ({two_cpu:,.0f} per CPU second); wall {two / one:.2f}x, "
+              f"per CPU second {two_cpu / one_cpu:.2f}x")
 
 
 def _bench_ini(folder, agents_per_server, obs_size, processes):
@@ -157,7 +366,17 @@ def main():
     p.add_argument("--agents", type=int, default=None, help="total agents (default: the env's .ini [vec] total_agents, else 1024)")
     p.add_argument("--seconds", type=float, default=2.0, help="timed seconds per measurement")
     p.add_argument("--threads", type=int, default=None, help="the 'all threads' count (default: usable CPUs)")
+    p.add_argument("--ale", nargs="+", metavar="GAME.js=ALE_ID", default=None,
+                   help="JS games side by side with their ALE originals (see above); without =ID: the game's "
+                   "name + NoFrameskip-v4")
+    p.add_argument("--js", nargs="+", default=None, help="--ale: more JS games, without an ALE pair")
+    p.add_argument("--trials", type=int, default=7, help="--ale: trials (the median is printed)")
+    p.add_argument("--frames", type=int, default=1500, help="--ale: timed frames per trial")
+    p.add_argument("--warmup", type=int, default=200, help="--ale: warm-up steps")
     args = p.parse_args()
+    if args.ale:
+        ale_benchmarks(args)
+        return
     if args.shm:
         shm_benchmarks(args)
         return
