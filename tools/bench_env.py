@@ -200,30 +200,36 @@ def _primitive_game(folder, name, setup, body, k=K):
 
 
 def _rate(path, config=None, frames=1500, trials=5):
-    r = _JsRunner(path, config)
+    return _rates([(path, config)], frames, trials)[0]
+
+
+def _rates(games, frames, trials, warmup=100):
+    """Median steps per CPU second of each (path, config), their trials alternating."""
+    runners = []
     try:
-        r.run(100)
-        return float(np.median([_cpu_rate(r, frames) for _ in range(trials)]))
+        for path, config in games:
+            runners.append(_JsRunner(path, config))
+        return _side_by_side(runners, warmup, frames, trials)
     finally:
-        r.close()
+        for r in runners:
+            r.close()
 
 
-def primitive_table(frames=600):
+def primitive_table(frames=600, trials=5):
     import tempfile
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for native in (1, 0):
-            base = 1e9 / _rate(_primitive_game(tmp, f"base{native}", "", ""), {"native_p5": native}, frames)
-            costs = []
-            for j, (label, setup, body) in enumerate(PRIMITIVES):
-                ns = 1e9 / _rate(_primitive_game(tmp, f"p{j}_{native}", setup, body), {"native_p5": native}, frames)
-                costs.append((ns - base) / K)
+            cfg = {"native_p5": native}
+            games = [(_primitive_game(tmp, f"base{native}", "", ""), cfg)]
+            games += [(_primitive_game(tmp, f"p{j}_{native}", setup, body), cfg)
+                      for j, (_, setup, body) in enumerate(PRIMITIVES)]
             # per filled pixel: a 400x400 rect (the whole 64x64 picture) against a 1-pixel one
-            big = 1e9 / _rate(_primitive_game(tmp, f"big{native}", "", "rect(0, 0, 400, 400);", k=20),
-                              {"native_p5": native}, frames)
-            small = 1e9 / _rate(_primitive_game(tmp, f"small{native}", "", "rect(0, 0, 6.25, 6.25);", k=20),
-                                {"native_p5": native}, frames)
-            costs.append((big - small) / 20 / (64 * 64 - 1))
+            games += [(_primitive_game(tmp, f"big{native}", "", "rect(0, 0, 400, 400);", k=20), cfg),
+                      (_primitive_game(tmp, f"small{native}", "", "rect(0, 0, 6.25, 6.25);", k=20), cfg)]
+            ns = [1e9 / r for r in _rates(games, frames, trials)]
+            costs = [(t - ns[0]) / K for t in ns[1:-2]]
+            costs.append((ns[-2] - ns[-1]) / 20 / (64 * 64 - 1))
             rows.append(costs)
     print(f"{'primitive':<22}{'C p5 layer, ns':>16}{'JS prelude, ns':>16}")
     for i, label in enumerate([p[0] for p in PRIMITIVES] + ["per filled pixel"]):
@@ -236,16 +242,17 @@ NOOP_DRAWING = ("\n;(function (G) { const f = function () {}; for (const k of ['
                 "'scale', 'rectMode', 'ellipseMode', 'textSize', 'textAlign', 'colorMode']) G[k] = f; })(globalThis);\n")
 
 
-def step_split(path, frames=1500):
-    """(total, game logic, p5 calls, rasterizing) in us per step on one thread: logic is the game
-    with every drawing call a no-op, rasterizing what `rasterize = 0` saves."""
+def step_split(path, frames=1500, trials=7):
+    """(total, game logic, p5 calls, rasterizing) in us per step on one thread, trials
+    alternating: logic is the game with every drawing call an empty JS function (so it holds the
+    calls' own cost), p5 calls what the real calls cost beyond that without pixels
+    (`rasterize = 0`), rasterizing what drawing the pixels adds."""
     import tempfile
-    total = 1e6 / _rate(path, None, frames)
-    no_pixels = 1e6 / _rate(path, {"rasterize": 0}, frames)
     with tempfile.TemporaryDirectory() as tmp:
         bare = Path(tmp) / Path(path).name
         bare.write_text(Path(path).read_text(encoding="utf-8") + NOOP_DRAWING, encoding="utf-8")
-        logic = 1e6 / _rate(bare, None, frames)
+        total, no_pixels, logic = (1e6 / r for r in _rates([(path, None), (path, {"rasterize": 0}), (bare, None)],
+                                                           frames, trials))
     return total, logic, max(no_pixels - logic, 0.0), max(total - no_pixels, 0.0)
 
 
