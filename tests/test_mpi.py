@@ -153,6 +153,18 @@ def test_a_killed_rank_stops_every_rank_and_the_checkpoint_is_intact(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_rank_whose_env_fails_names_itself_and_stops_every_rank(tmp_path):
+    args = train_args(tmp_path, **{"train.total_timesteps": 4096 * 2000, "base.checkpoint_interval": 1})
+    t0 = time.time()
+    code, out = run(["tests/mpi/failing_rank.py", *args[2:]], timeout=120)
+    assert time.time() - t0 < 60 and code != 0, out
+    assert "rank 1 of 2: error: the env failed (injected by the test)" in out, out
+    assert "stopping every rank" in out and "kept: checkpoint" in out, out
+    last = ckpt.latest(tmp_path / "ck", "memory")
+    assert int(last.stem) == 8192  # 40 steps of 16 per epoch: epochs 1 and 2 completed and saved
+
+
+@pytest.mark.slow
 def test_ctrl_c_to_the_launcher_stops_every_rank_and_saves_once(tmp_path):
     proc = launch(train_args(tmp_path, **{"train.total_timesteps": 4096 * 2000}))
     wait_for(proc, "epoch 2/")

@@ -299,6 +299,7 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
             env.save_extras(path)  # first, so a complete checkpoint (its sidecar) implies its extras
             ckpt.save(path, weights, spec, env.name, step, config=cfg, momentum=momentum,
                       state={"epoch": epoch, "global_step": step, "run_id": run_id})
+        world.any(False)  # a barrier: no rank runs on (and may fail) while rank 0 is still writing
         return Saved(step, path)
 
     dash = Dashboard(env.name, gpu.describe(), run_id, epochs * N_all * T, live=live) if root else Silent()
@@ -369,7 +370,10 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
             # (one process only: a data-parallel rank's env fails alone, and saving is collective)
             if world.size == 1 and global_step > 0 and (saved is None or saved.step != global_step):
                 saved = save(global_step)
-            kept = f"checkpoint {saved.path} (step {global_step:,})" if saved else "no checkpoint (no epoch completed)"
+            if saved:
+                kept = f"checkpoint {saved.path} (step {saved.step:,})"
+            else:
+                kept = "no checkpoint (" + ("no epoch completed" if world.size == 1 else "none saved yet") + ")"
             raise envs.EnvError(f"{e}\nthe run stopped; kept: {kept}") from None
         finally:
             dash.close()
@@ -461,8 +465,7 @@ def failed(world, message: str, code: int) -> int:
     if world is None or world.size == 1:
         print(message, file=sys.stderr)
         return code
-    print(f"rank {world.rank} of {world.size}: {message}\nstopping every rank; the last checkpoint is kept",
-          file=sys.stderr, flush=True)
+    print(f"rank {world.rank} of {world.size}: {message}\nstopping every rank", file=sys.stderr, flush=True)
     world.abort(code)
     return code
 
