@@ -43,6 +43,7 @@ from pathlib import Path
 from trainer.util.atomic import atomic_write
 
 from . import config as config_mod
+from .distributed import World
 from .metrics import LOSSES, RUN
 from .dashboard import fmt_time
 from trainer.util.console import safe_console
@@ -372,7 +373,9 @@ def run_trial(point: dict, spec: dict):
     N_T = cfg["vec"]["total_agents"] * cfg["train"]["horizon"]
     reporter = TuneReporter(max(1, cfg["train"]["total_timesteps"] // N_T) * N_T)
     try:
-        res = train(spec["env"], cfg, adapter=name, live=False, run_id=run_id, loggers=[reporter])
+        # one process per trial, even where the sweep itself was started by an MPI launcher
+        res = train(spec["env"], cfg, adapter=name, live=False, run_id=run_id, loggers=[reporter],
+                    world=World())
         if reporter.count == 0 and res["metrics"]:  # resumed at its end: report the final epoch once
             reporter.log(res["metrics"])
     finally:
