@@ -270,6 +270,8 @@ def threads_rates(path, agents=16, seconds=1.0):
 def ale_benchmarks(args):
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # idle OpenMP threads do not spin on the CPU clock
     pairs = [_ale_id(s) for s in args.ale]
+    # a name (catcher) is its game file, which the per-game split reads and rewrites
+    args.js = [p if Path(p).is_file() else str(envs.resolve(p).path) for p in args.js or []]
     print(f"protocol: one env, one thread, 64x64x3 (ALE: 210x160x3), frameskip 1, random actions, resets included, "
           f"{args.warmup} warm-up steps, then {args.frames} frames timed by CPU time, median of {args.trials} trials")
     ratios = []
