@@ -8,11 +8,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from childproc import read_until
 
 import envs
 from envs.vec.goexplore import ArchiveError, archive_bytes, archive_path, read_archive, read_route
@@ -429,23 +429,10 @@ def _spawn(tmp_path, *extra):
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
 
 
-def _read_until(proc, prefix, timeout=180):
-    t0, lines = time.time(), []
-    while time.time() - t0 < timeout:
-        line = proc.stdout.readline()
-        if not line and proc.poll() is not None:
-            break
-        lines.append(line)
-        if line.startswith(prefix):
-            return lines
-    proc.kill()
-    raise AssertionError(f"no line starting {prefix!r}:\n" + "".join(lines))
-
-
 @pytest.mark.slow
 def test_kill_and_resume_keeps_the_archive(tmp_path):
     proc = _spawn(tmp_path, "--train.total_timesteps", str(64 * 16 * 1000))
-    _read_until(proc, "epoch 4/")
+    read_until(proc, lambda line: line.startswith("epoch 4/"))
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=60)
     from trainer import checkpoint as ckpt
@@ -457,7 +444,7 @@ def test_kill_and_resume_keeps_the_archive(tmp_path):
     at_ckpt = [r for r in log if r.get("type") == "epoch" and r["global_step"] == int(last.stem)]
     assert at_ckpt and at_ckpt[0]["env/archive_cells"] == n > 0  # what was logged is what was saved
     proc = _spawn(tmp_path, "--train.total_timesteps", str(64 * 16 * 1000), "--base.load_model_path", "latest")
-    lines = _read_until(proc, f"epoch {int(last.stem) // 1024 + 1}/")
+    lines = read_until(proc, lambda line: line.startswith(f"epoch {int(last.stem) // 1024 + 1}/"))
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=120)
     assert any(f"restored the Go-Explore archive {archive_path(last)}: {n} cells" in line for line in lines), "".join(lines)

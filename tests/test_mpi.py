@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from childproc import read_until
 
 from trainer import checkpoint as ckpt
 from trainer import distributed
@@ -31,12 +32,17 @@ def mpiexec() -> str:
     return found
 
 
+def no_launcher_env(**extra) -> dict:
+    """This process's environment without a launcher's world-size variables (a test run started by
+    mpiexec must not make its children look like ranks)."""
+    sizes = {size_var for size_var, _, _ in distributed.LAUNCHERS}
+    return {**{k: v for k, v in os.environ.items() if k not in sizes}, **extra}
+
+
 def launch(args, n=2, **kw):
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    for size_var, _, _ in distributed.LAUNCHERS:  # a test run inside a launcher must not look like one
-        env.pop(size_var, None)
     return subprocess.Popen([mpiexec(), "-n", str(n), sys.executable, *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=env, **kw)
+                            stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=no_launcher_env(PYTHONPATH=str(ROOT)),
+                            **kw)
 
 
 def run(args, n=2, timeout=300):
@@ -58,8 +64,8 @@ def train_args(tmp_path, **flags):
 
 
 def one_process(args, timeout=300):
-    env = {k: v for k, v in os.environ.items() if k not in {s for s, _, _ in distributed.LAUNCHERS}}
-    p = subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=timeout)
+    p = subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=ROOT, env=no_launcher_env(),
+                       timeout=timeout)
     return p.returncode, p.stdout + p.stderr
 
 
@@ -122,23 +128,10 @@ def test_two_ranks_learn_log_once_and_checkpoints_move_between_2_ranks_and_1_pro
     assert max(r[-1]["env/perf"] for r in rows if len(r) > 1) >= 0.95
 
 
-def wait_for(proc, text, timeout=180):
-    t0, lines = time.time(), []
-    while time.time() - t0 < timeout:
-        line = proc.stdout.readline()
-        if not line and proc.poll() is not None:
-            break
-        lines.append(line)
-        if text in line:
-            return "".join(lines)
-    proc.kill()
-    raise AssertionError(f"no {text!r} in:\n" + "".join(lines))
-
-
 @pytest.mark.slow
 def test_a_killed_rank_stops_every_rank_and_the_checkpoint_is_intact(tmp_path):
     proc = launch(train_args(tmp_path, **{"train.total_timesteps": 4096 * 2000, "base.checkpoint_interval": 1}))
-    head = wait_for(proc, "epoch 3/")
+    head = "".join(read_until(proc, lambda line: "epoch 3/" in line))
     pid = int(head.split("1: pid ")[1].split()[0])  # the start line names every rank's pid
     os.kill(pid, signal.SIGKILL)
     t0 = time.time()
@@ -168,7 +161,7 @@ def test_a_rank_whose_env_fails_names_itself_and_stops_every_rank(tmp_path):
 @pytest.mark.slow
 def test_ctrl_c_to_the_launcher_stops_every_rank_and_saves_once(tmp_path):
     proc = launch(train_args(tmp_path, **{"train.total_timesteps": 4096 * 2000}))
-    wait_for(proc, "epoch 2/")
+    read_until(proc, lambda line: "epoch 2/" in line)
     proc.send_signal(signal.SIGINT)  # mpiexec forwards it to every rank
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 0 and out.count("stopped (Ctrl-C)") == 1, out
@@ -193,8 +186,7 @@ def test_a_config_that_does_not_split_is_refused_before_any_work(tmp_path):
 def test_without_a_launcher_mpi_is_never_imported():
     code = ("import sys, trainer.distributed as d, trainer.run; w = d.connect(); "
             "assert w.size == 1 and w.average is not None and 'mpi4py' not in sys.modules; print('ok')")
-    env = {k: v for k, v in os.environ.items() if k not in {s for s, _, _ in distributed.LAUNCHERS}}
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=no_launcher_env())
     assert p.returncode == 0 and p.stdout.strip() == "ok", p.stdout + p.stderr
 
 

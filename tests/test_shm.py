@@ -385,10 +385,18 @@ def test_attach_to_servers_someone_else_started(tmp_path):
         assert [p.wait(5) for p in procs] == [0, 0]
         assert not any(shm.shm_exists(n) for n in names)
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.terminate()  # SIGTERM: each server unlinks its own name
-                p.wait(5)
+        _stop(*procs)
+
+
+def _stop(*servers, block=None):
+    """A test's servers that still run get SIGTERM (each then unlinks its own block); `block` is
+    unlinked too, in case its server died without doing so."""
+    for p in servers:
+        if p is not None and p.poll() is None:
+            p.terminate()
+            p.wait(5)
+    if block is not None:
+        shm.shm_unlink(block)
 
 
 def _arena_server(name, agents=8):
@@ -427,11 +435,7 @@ def test_an_attached_server_killed_and_started_again_costs_only_truncated_episod
             assert env.epoch_metrics()["server_restarts"] == 1.0
         assert second.wait(5) == 0 and not shm.shm_exists(name)
     finally:
-        for p in (first, second):
-            if p is not None and p.poll() is None:
-                p.terminate()
-                p.wait(5)
-        shm.shm_unlink(name)
+        _stop(first, second, block=name)
 
 
 _ATTACHED_TRAINER = """
@@ -471,10 +475,7 @@ def test_an_attached_server_outlives_its_killed_trainer_and_serves_the_next(tmp_
             assert env.log() == {} or env.log()["n"] >= 0
         assert server.wait(5) == 0 and not shm.shm_exists(name)
     finally:
-        if server.poll() is None:
-            server.terminate()
-            server.wait(5)
-        shm.shm_unlink(name)
+        _stop(server, block=name)
 
 
 _TRAINER_CHILD = """
@@ -707,11 +708,7 @@ def test_training_survives_an_attached_server_killed_and_started_again(tmp_path)
         assert records[-1]["epoch"] == 40 and records[-1]["env/server_restarts"] == 1.0
         assert second.wait(10) == 0 and not shm.shm_exists(name)  # quit at the end: nothing left
     finally:
-        for p in (first, second):
-            if p is not None and p.poll() is None:
-                p.terminate()
-                p.wait(5)
-        shm.shm_unlink(name)
+        _stop(first, second, block=name)
 
 
 def _protocol_servers():
@@ -760,7 +757,4 @@ def test_ctrl_c_or_sigterm_of_an_attached_trainer_quits_its_servers(sig, tmp_pat
         child.wait(10)
         assert server.wait(5) == 0 and not shm.shm_exists(name)  # quit by the trainer on its way out
     finally:
-        if server.poll() is None:
-            server.terminate()
-            server.wait(5)
-        shm.shm_unlink(name)
+        _stop(server, block=name)

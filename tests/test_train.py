@@ -3,11 +3,11 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from childproc import read_until
 
 from trainer import checkpoint as ckpt
 from trainer import config
@@ -81,21 +81,10 @@ def _spawn(tmp_path, extra):
                             cwd=Path(__file__).resolve().parent.parent)
 
 
-def _wait_for_epoch(proc, n, timeout=120):
-    t0, lines = time.time(), []
-    while time.time() - t0 < timeout:
-        line = proc.stdout.readline()
-        lines.append(line)
-        if line.startswith(f"epoch {n}/"):
-            return lines
-    proc.kill()
-    raise AssertionError("no epoch line:\n" + "".join(lines))
-
-
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
 def test_kill_and_resume(tmp_path, sig):
     proc = _spawn(tmp_path, {})
-    _wait_for_epoch(proc, 2)
+    read_until(proc, lambda line: line.startswith("epoch 2/"), timeout=120)
     proc.send_signal(sig)
     out, _ = proc.communicate(timeout=120)
     if sig != signal.SIGKILL:  # stops at the next env step and saves
@@ -107,7 +96,7 @@ def test_kill_and_resume(tmp_path, sig):
     step = int(last.stem)
     assert step >= 128  # SIGKILL may land before epoch 2's checkpoint is written
     proc = _spawn(tmp_path, {"base.load_model_path": "latest"})
-    lines = _wait_for_epoch(proc, step // 128 + 1)
+    lines = read_until(proc, lambda line: line.startswith(f"epoch {step // 128 + 1}/"), timeout=120)
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=120)
     assert any(f"loaded {last}" in l for l in lines), "".join(lines)
