@@ -67,15 +67,25 @@ def rollout_obs_bytes(head) -> int:
     return 4 * agents * head["config"]["train"]["horizon"] * Rollout.stride_for(spec)
 
 
-def allreduce_alone(n: int, reps: int = 20):
+_WORLD = None
+
+
+def the_world():
+    """This process's rank (trainer/distributed.py), connected once for all the runs of a bench."""
+    global _WORLD
+    if _WORLD is None:
+        _WORLD = distributed.connect()
+    return _WORLD
+
+
+def allreduce_alone(world, n: int, reps: int = 20):
     """Median ms of one gradient average of n floats with every rank ready (a barrier before each):
     the transfer and sum alone, without waiting for a slower rank. None in one process."""
-    world = distributed.connect() if distributed.launched_size() > 1 else None
-    if world is None:
+    if world.size == 1:
         return None
     grad, times = np.ones(n, np.float32), []
     for _ in range(reps):
-        world.comm.Barrier()
+        world.barrier()
         t = time.perf_counter()
         world.average(grad)
         times.append(time.perf_counter() - t)
@@ -89,9 +99,9 @@ def bench(env_name, cfg, epochs, adapter):
         cfg["base"]["checkpoint_interval"] = 10 ** 9  # only the final save
         epoch_steps = cfg["vec"]["total_agents"] * cfg["train"]["horizon"]
         cfg["train"]["total_timesteps"] = (epochs + 1) * epoch_steps
-        res = train(env_name, cfg, adapter=adapter, live=False)
-        alone = allreduce_alone(res["num_floats"])
-        if distributed.launch_rank() != 0:  # a data-parallel rank other than 0: rank 0 reports
+        res = train(env_name, cfg, adapter=adapter, live=False, world=the_world())
+        alone = allreduce_alone(the_world(), res["num_floats"])
+        if not the_world().is_root:  # a data-parallel rank other than 0: rank 0 reports
             return None, None
         rows = [json.loads(line) for line in Path(res["log"]).read_text(encoding="utf-8").splitlines()]
     head = rows[0]

@@ -77,6 +77,9 @@ class World:
     def any(self, flag: bool) -> bool:
         return bool(flag)
 
+    def barrier(self):
+        pass
+
     def broadcast(self, a: np.ndarray) -> np.ndarray:
         return a
 
@@ -111,7 +114,7 @@ class MpiWorld(World):
         # the local rank from the ranks that share this machine's memory (any launcher, any MPI)
         self.local_rank = self.comm.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank).Get_rank()
         self.hosts = self.comm.allgather((socket.gethostname(), os.getpid()))
-        self._scratch = None  # average()'s send, receive and result buffers
+        self._scratch = {}  # average()'s send, receive and result buffers, per slice length
 
     def average(self, a: np.ndarray) -> np.ndarray:
         """The mean over ranks of `a` (float32), the same bits on every rank. MPI's own Allreduce may
@@ -124,9 +127,9 @@ class MpiWorld(World):
         a = np.ascontiguousarray(a, np.float32)
         K, n = self.size, a.size
         chunk = -(-n // K)
-        if self._scratch is None or self._scratch[0].shape != (K, chunk):
-            self._scratch = tuple(np.zeros((K, chunk), np.float32) for _ in range(3))
-        send, recv, out = self._scratch
+        if chunk not in self._scratch:  # the gradient's and the logged stats' (each update alternates)
+            self._scratch[chunk] = tuple(np.zeros((K, chunk), np.float32) for _ in range(3))
+        send, recv, out = self._scratch[chunk]
         send.reshape(-1)[:n] = a.reshape(-1)
         self.comm.Alltoall(send, recv)  # recv[q] = rank q's slice `rank`
         part = recv[0].copy()
@@ -142,6 +145,9 @@ class MpiWorld(World):
 
     def any(self, flag: bool) -> bool:
         return bool(self.comm.allreduce(int(bool(flag)), op=self.MPI.MAX))
+
+    def barrier(self):
+        self.comm.Barrier()
 
     def broadcast(self, a: np.ndarray) -> np.ndarray:
         a = np.ascontiguousarray(a)

@@ -299,7 +299,7 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
             env.save_extras(path)  # first, so a complete checkpoint (its sidecar) implies its extras
             ckpt.save(path, weights, spec, env.name, step, config=cfg, momentum=momentum,
                       state={"epoch": epoch, "global_step": step, "run_id": run_id})
-        world.any(False)  # a barrier: no rank runs on (and may fail) while rank 0 is still writing
+        world.barrier()  # no rank runs on (and may fail) while rank 0 is still writing
         return Saved(step, path)
 
     dash = Dashboard(env.name, gpu.describe(), run_id, epochs * N_all * T, live=live) if root else Silent()
