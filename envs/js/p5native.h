@@ -284,6 +284,11 @@ static inline double p5_num_(JSContext* ctx, int argc, JSValueConst* argv, int i
 }
 #define p5_num(argc, argv, i) p5_num_(ctx, argc, argv, i)
 static inline int p5_undef(int argc, JSValueConst* argv, int i) { return i >= argc || JS_IsUndefined(argv[i]); }
+/* rect/ellipse's (x, y, w[, h]) and square/circle's (x, y, size) as the box x y w h, before the mode */
+static void p5_box_args(JSContext* ctx, int argc, JSValueConst* argv, int square, double b[4]) {
+    b[0] = p5_num(argc, argv, 0); b[1] = p5_num(argc, argv, 1); b[2] = p5_num(argc, argv, 2);
+    b[3] = square || p5_undef(argc, argv, 3) ? b[2] : p5_num(argc, argv, 3);
+}
 
 static JSValue p5_call(JSContext* ctx, int argc, JSValueConst* argv, int magic);
 
@@ -326,8 +331,8 @@ static JSValue p5_fn(JSContext* ctx, JSValueConst this_val, int argc, JSValueCon
     case P5F_RECT:
     case P5F_SQUARE: {
         if (!p5_plain(argc, argv, magic == P5F_RECT ? 4 : 3)) break;
-        double b[4] = {p5_num(argc, argv, 0), p5_num(argc, argv, 1), p5_num(argc, argv, 2), 0};
-        b[3] = magic == P5F_SQUARE || p5_undef(argc, argv, 3) ? b[2] : p5_num(argc, argv, 3);
+        double b[4];
+        p5_box_args(ctx, argc, argv, magic == P5F_SQUARE, b);
         if (S[P5_RECTM] != 0) p5_mode_box(S[P5_RECTM], b);
         double x = b[0], y = b[1], w = b[2], h = b[3];
         if (S[P5_DOFILL]) {
@@ -349,8 +354,8 @@ static JSValue p5_fn(JSContext* ctx, JSValueConst this_val, int argc, JSValueCon
     case P5F_ELLIPSE:
     case P5F_CIRCLE: {
         if (!p5_plain(argc, argv, magic == P5F_ELLIPSE ? 4 : 3)) break;
-        double b[4] = {p5_num(argc, argv, 0), p5_num(argc, argv, 1), p5_num(argc, argv, 2), 0};
-        b[3] = magic == P5F_CIRCLE || p5_undef(argc, argv, 3) ? b[2] : p5_num(argc, argv, 3);
+        double b[4];
+        p5_box_args(ctx, argc, argv, magic == P5F_CIRCLE, b);
         p5_mode_box(S[P5_ELLIPSEM], b);
         double cx = b[0] + b[2] / 2, cy = b[1] + b[3] / 2, rx = fabs(b[2]) / 2, ry = fabs(b[3]) / 2;
         if (S[P5_DOFILL]) p5_ellipse_prim(env, cx, cy, rx, ry, 0, 0, P5_FILL);
