@@ -1,6 +1,7 @@
 """The JavaScript engine of JS envs: QuickJS-ng, compiled once into the build cache from the
 `quickjs-ng` package's source distribution on PyPI (which carries the engine's C sources under
-upstream-quickjs/). Nothing of the engine is kept in this repository.
+upstream-quickjs/). Nothing of the engine is kept in this repository but a few edits to its
+interpreter's hot paths (envs/js/engine_patches.py), applied to quickjs.c as it is unpacked.
 
     objects, include_dir = engine_objects(cc)    # fetches, checks and compiles on first use
 
@@ -22,12 +23,19 @@ from pathlib import Path
 from trainer.util.cache import cache_root
 
 from ..build import EnvError, build_object, compiler, toolchain
+from .engine_patches import PATCHES
 
 VERSION = "0.17.0.2"
 SDIST = f"quickjs_ng-{VERSION}.tar.gz"
 SHA256 = "43d2e48272208721a7aaea8e3f02d4b9318f12ef20cc4f5421b59d9a470706ef"
 SOURCES = ("quickjs.c", "libregexp.c", "libunicode.c", "dtoa.c")
-FLAGS = ["-O2", "-w"]
+# NDEBUG: the engine's assert()s sit on the interpreter's hot paths (7% of a step's instructions
+# in PlayTrain's breakout.js); its own release build defines it too. -O3 ran more instructions.
+FLAGS = ["-O2", "-w", "-DNDEBUG"]
+
+# The unpacked folder's name carries the edits to the interpreter (envs/js/engine_patches.py), so
+# that a change to them unpacks and compiles anew.
+PATCH_ID = hashlib.sha256(repr(PATCHES).encode()).hexdigest()[:8]
 
 
 class EngineError(EnvError):
@@ -85,9 +93,20 @@ def sdist_path():
     return path
 
 
+def patch_source(text, where="quickjs.c"):
+    """quickjs.c with PATCHES applied; each old text must occur exactly once."""
+    for what, old, new in PATCHES:
+        n = text.count(old)
+        if n != 1:
+            raise EngineError(f"{where}: the engine edit '{what}' expects its text once in quickjs.c, found it "
+                              f"{n} times: not the quickjs-ng {VERSION} sources this puffgpu was written for")
+        text = text.replace(old, new)
+    return text
+
+
 def source_dir():
-    """The unpacked engine sources (upstream-quickjs/ of the sdist)."""
-    out = engine_dir() / f"quickjs-ng-{VERSION}"
+    """The unpacked engine sources (upstream-quickjs/ of the sdist, quickjs.c edited)."""
+    out = engine_dir() / f"quickjs-ng-{VERSION}-{PATCH_ID}"
     if (out / "quickjs.h").is_file() and (out / ".complete").is_file():
         return out
     tar = sdist_path()
@@ -101,6 +120,8 @@ def source_dir():
                 raise EngineError(f"{tar} holds no {prefix} folder: not the expected source distribution")
             for m in members:
                 data = tf.extractfile(m).read()
+                if m.name == prefix + "quickjs.c":
+                    data = patch_source(data.decode("utf-8"), str(tar)).encode("utf-8")
                 (Path(tmp) / m.name[len(prefix):]).write_bytes(data)
         (Path(tmp) / ".complete").write_text(SHA256, encoding="utf-8")
         if out.exists():

@@ -1,0 +1,185 @@
+"""Edits to QuickJS-ng's interpreter, applied to quickjs.c as envs/js/engine.py unpacks the pinned
+sdist: (what, old text, new text), each old text found exactly once. None changes what a program
+computes; each showed in profiles of the games (tools/bench_env.py --ale). Instructions per step of
+PlayTrain's breakout.js under callgrind: 427K as the sdist ships at -O2, 397K with NDEBUG (engine
+FLAGS), 379K with the comparison and JS_FreeValue edits, 357K with the property guesses.
+
+- A comparison (< <= > >= == != === !==) of two numbers of which one is a double compares them
+  inline, as the engine already does for two int32s; its slow path converts both to doubles and
+  compares them with the same IEEE operator (NaN compares false, -0 equals 0).
+- JS_FreeValue and JS_FreeValueRT, exported out-of-line functions in QuickJS-ng, are inlined
+  inside the engine (one call per value the interpreter drops); the exported symbols remain.
+- Property reads and writes (obj.x, obj.f(), obj.x = v) and global names guess the property's
+  index in the object's shape: the index found last at the same bytecode position (pc, hashed
+  into a 1024-entry table in each context). A guess is used only when the shape's property at
+  that index has the name looked for; a shape holds each name once, so a checked guess is exactly
+  what the engine's hash lookup returns, and a wrong guess costs one comparison. Games read the
+  same fields of same-shaped objects in loops (breakout.js: 2,230 lookups a frame).
+"""
+
+PATCHES = (
+    ('OP_CMP: a double temporary',
+     """\
+                JSValue op1, op2;                         \\
+                op1 = sp[-2];                             \\
+""",
+     """\
+                JSValue op1, op2;                         \\
+                double cmp_d1, cmp_d2;                    \\
+                op1 = sp[-2];                             \\
+"""),
+    ('OP_CMP: numbers with a double compared inline',
+     """\
+                if (likely(JS_VALUE_IS_BOTH_INT(op1, op2))) {           \\
+                    sp[-2] = js_bool(JS_VALUE_GET_INT(op1) binary_op JS_VALUE_GET_INT(op2)); \\
+                    sp--;                                               \\
+                } else {                                                \\
+""",
+     """\
+                if (likely(JS_VALUE_IS_BOTH_INT(op1, op2))) {           \\
+                    sp[-2] = js_bool(JS_VALUE_GET_INT(op1) binary_op JS_VALUE_GET_INT(op2)); \\
+                    sp--;                                               \\
+                } else if ((JS_TAG_IS_FLOAT64(JS_VALUE_GET_TAG(op1)) ||  \\
+                            JS_TAG_IS_FLOAT64(JS_VALUE_GET_TAG(op2))) && \\
+                           js_arith_to_float64(op1, &cmp_d1) &&         \\
+                           js_arith_to_float64(op2, &cmp_d2)) {         \\
+                    sp[-2] = js_bool(cmp_d1 binary_op cmp_d2);          \\
+                    sp--;                                               \\
+                } else {                                                \\
+"""),
+    ('JS_FreeValue inlined inside the engine',
+     """\
+#define JS_GC_MARK(p)   (js_rc(p)->mark)
+""",
+     """\
+#define JS_GC_MARK(p)   (js_rc(p)->mark)
+static void js_free_value_rt(JSRuntime *rt, JSValue v);
+static inline void js_free_value_inline(JSRuntime *rt, JSValue v)
+{
+    if (JS_VALUE_HAS_REF_COUNT(v)) {
+        void *p = JS_VALUE_GET_PTR(v);
+        if (--JS_REF_COUNT(p) <= 0)
+            js_free_value_rt(rt, v);
+    }
+}
+#define JS_FreeValueRT(rt, v) js_free_value_inline((rt), (v))
+#define JS_FreeValue(ctx, v) js_free_value_inline((ctx)->rt, (v))
+"""),
+    ('the exported JS_FreeValueRT keeps its name',
+     'void JS_FreeValueRT(JSRuntime *rt, JSValue v)\n{',
+     'void (JS_FreeValueRT)(JSRuntime *rt, JSValue v)\n{'),
+    ('the exported JS_FreeValue keeps its name',
+     'void JS_FreeValue(JSContext *ctx, JSValue v)\n{',
+     'void (JS_FreeValue)(JSContext *ctx, JSValue v)\n{'),
+    ('a per-context table of guessed property indexes',
+     """\
+    int interrupt_counter;
+""",
+     """\
+    int interrupt_counter;
+    uint32_t puf_ic[1024]; /* puffgpu: puf_find_own_property_ic's guesses */
+"""),
+    ('puf_find_own_property_ic',
+     """\
+/* Release a counted reference an open var_ref held on the coroutine
+""",
+     """\
+/* puffgpu: find_own_property with a guess, the index found last at this bytecode position (pc,
+   hashed into ctx->puf_ic). The guess is used only when the shape's property at that index has
+   this atom: a shape holds each atom once, so a checked guess is what find_own_property returns. */
+static inline JSShapeProperty *puf_find_own_property_ic(JSContext *ctx, const uint8_t *pc,
+                                                        JSProperty **ppr, JSObject *p, JSAtom atom)
+{
+    JSShape *sh = p->shape;
+    uint32_t *slot = &ctx->puf_ic[(uintptr_t)pc & 1023];
+    uint32_t i = *slot;
+    JSShapeProperty *pr;
+    if (likely(i < (uint32_t)sh->prop_count)) {
+        pr = &get_shape_prop(sh)[i];
+        if (likely(pr->atom == atom)) {
+            *ppr = &p->prop[i];
+            return pr;
+        }
+    }
+    pr = find_own_property(ppr, p, atom);
+    if (pr)
+        *slot = (uint32_t)(pr - get_shape_prop(sh));
+    return pr;
+}
+
+/* Release a counted reference an open var_ref held on the coroutine
+"""),
+    ('OP_get_field with guesses',
+     """\
+                        prs = find_own_property(&pr, p, atom);
+                        if (prs) {
+                            /* found */
+                            if (unlikely(prs->flags & JS_PROP_TMASK))
+                                goto get_field_slow_path;
+""",
+     """\
+                        prs = puf_find_own_property_ic(ctx, pc, &pr, p, atom);
+                        if (prs) {
+                            /* found */
+                            if (unlikely(prs->flags & JS_PROP_TMASK))
+                                goto get_field_slow_path;
+"""),
+    ('OP_get_field2 with guesses',
+     """\
+                        prs = find_own_property(&pr, p, atom);
+                        if (prs) {
+                            /* found */
+                            if (unlikely(prs->flags & JS_PROP_TMASK))
+                                goto get_field2_slow_path;
+""",
+     """\
+                        prs = puf_find_own_property_ic(ctx, pc, &pr, p, atom);
+                        if (prs) {
+                            /* found */
+                            if (unlikely(prs->flags & JS_PROP_TMASK))
+                                goto get_field2_slow_path;
+"""),
+    ('OP_put_field with guesses',
+     """\
+                    prs = find_own_property(&pr, p, atom);
+                    if (!prs)
+                        goto put_field_slow_path;
+""",
+     """\
+                    prs = puf_find_own_property_ic(ctx, pc, &pr, p, atom);
+                    if (!prs)
+                        goto put_field_slow_path;
+"""),
+    ('puf_get_global_var',
+     """\
+/* construct a reference to a global variable */
+""",
+     """\
+/* puffgpu: JS_GetGlobalVar with puf_find_own_property_ic's guesses for its two fast lookups */
+static JSValue puf_get_global_var(JSContext *ctx, const uint8_t *pc, JSAtom prop,
+                                  bool throw_ref_error)
+{
+    JSShapeProperty *prs;
+    JSProperty *pr;
+    prs = puf_find_own_property_ic(ctx, pc, &pr, JS_VALUE_GET_OBJ(ctx->global_var_obj), prop);
+    if (prs) {
+        if (likely(!JS_IsUninitialized(pr->u.value)))
+            return js_dup(pr->u.value);
+    } else {
+        prs = puf_find_own_property_ic(ctx, pc, &pr, JS_VALUE_GET_OBJ(ctx->global_obj), prop);
+        if (prs && likely((prs->flags & JS_PROP_TMASK) == 0))
+            return js_dup(pr->u.value);
+    }
+    return JS_GetGlobalVar(ctx, prop, throw_ref_error);
+}
+
+/* construct a reference to a global variable */
+"""),
+    ('OP_get_var with guesses',
+     """\
+                val = JS_GetGlobalVar(ctx, atom, opcode - OP_get_var_undef);
+""",
+     """\
+                val = puf_get_global_var(ctx, pc, atom, opcode - OP_get_var_undef);
+"""),
+)
