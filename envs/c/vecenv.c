@@ -287,6 +287,10 @@ static void vec_step_envs(void* arg, int lo, int hi) {
 /* fn over envs [lo, hi) on `threads` threads, statically partitioned (OpenMP's schedule(static),
  * or threadpool.h's identical split). */
 static void vec_parallel(VecEnv* vec, int lo, int hi, int threads, void (*fn)(void*, int, int)) {
+    if (threads <= 1 || hi - lo <= 1) {  /* what thread 0 would run, without a team's start and join */
+        fn(vec, lo, hi);
+        return;
+    }
 #ifdef _OPENMP
     #pragma omp parallel for schedule(static) num_threads(threads)
     for (int e = lo; e < hi; e++) fn(vec, e, e + 1);
