@@ -24,8 +24,8 @@ rasterizing (the C primitives); with a frameskip (the game's ini) a step is that
 the line gives frames/s too.
 
 --ale measures JS games side by side with their Arcade Learning Environment originals, with
-PlayTrain's protocol: one env, one thread, 64x64x3 pictures, frameskip 1, random actions, resets
-included, 200 warm-up steps then 1,500 frames timed by CPU time, the median of 7 trials (the JS
+PlayTrain's protocol: one env, one thread, 64x64x3 pictures, frameskip 1, random actions (drawn
+before each trial, for both, so that the timing is the envs' steps), resets included, 200 warm-up steps then 1,500 frames timed by CPU time, the median of 7 trials (the JS
 game's and the ALE game's trials alternate, so both see the same load). ALE runs through ale-py
 and gymnasium (`pip install ale-py gymnasium`: a benchmark-only extra) at its own 210x160x3. It
 prints steps/s per core of each, the ratio and the geometric mean of the ratios; then a
@@ -114,10 +114,10 @@ class _JsRunner:
         self.rng = np.random.default_rng(seed)
         self.n = self.env.act_sizes[0]
 
-    def run(self, frames):
-        env, rng, n = self.env, self.rng, self.n
-        for _ in range(frames):
-            env.actions[0, 0] = rng.integers(n)
+    def run(self, actions):
+        env = self.env
+        for a in actions:
+            env.actions[0, 0] = a
             env.step()
 
     def close(self):
@@ -137,10 +137,10 @@ class _AleRunner:
         self.rng = np.random.default_rng(seed)
         self.n = self.env.action_space.n
 
-    def run(self, frames):
-        env, rng, n = self.env, self.rng, self.n
-        for _ in range(frames):
-            _, _, term, trunc, _ = env.step(int(rng.integers(n)))
+    def run(self, actions):
+        env = self.env
+        for a in actions:
+            _, _, term, trunc, _ = env.step(a)
             if term or trunc:
                 env.reset()
 
@@ -148,16 +148,22 @@ class _AleRunner:
         self.env.close()
 
 
+def _actions(runner, frames):
+    """`frames` random actions of `runner`, drawn before the timing starts (as Python ints)."""
+    return runner.rng.integers(runner.n, size=frames).tolist()
+
+
 def _cpu_rate(runner, frames):
+    actions = _actions(runner, frames)
     t = time.process_time()
-    runner.run(frames)
+    runner.run(actions)
     return frames / (time.process_time() - t)
 
 
 def _side_by_side(runners, warmup, frames, trials):
     """Median steps per CPU second of each runner, trials alternating between them."""
     for r in runners:
-        r.run(warmup)
+        r.run(_actions(r, warmup))
     rates = [[] for _ in runners]
     for t in range(trials):
         order = list(range(len(runners)))
