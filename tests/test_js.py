@@ -415,3 +415,120 @@ def test_engine_source_missing_or_wrong_is_a_clear_error(tmp_path, monkeypatch):
     (tmp_path / engine.SDIST).write_bytes(b"not the sdist")
     with pytest.raises(engine.EngineError, match="not the pinned"):
         engine.sdist_path()
+
+
+def _js_number(x):
+    if x != x:
+        return "NaN"
+    if x in (float("inf"), float("-inf")):
+        return "Infinity" if x > 0 else "-Infinity"
+    if x == 0 and str(x).startswith("-"):
+        return "-0"
+    return repr(int(x)) if float(x).is_integer() and abs(x) < 2 ** 31 else repr(float(x))
+
+
+def test_engine_edits_keep_the_semantics(tmp_path):
+    # envs/js/engine_patches.py: comparisons with a double compared inline, property and global
+    # lookups by a checked guess. The same bytecode sites see ints, doubles, NaN, -0, non-numbers,
+    # objects of other shapes, prototypes, getters, setters, frozen and deleted properties, Proxy,
+    # global lets and global properties; each result is what the language defines (the numbers'
+    # expected results from Python's IEEE comparisons)
+    import json
+    import operator
+    nums = [1, 1.5, 3, 0.1 + 0.2, 0.3, float("nan"), 0.0, -0.0, float("inf"), float("-inf"), 2.0 ** 31,
+            2 ** 31 - 1, -7, -7.25, 1e308]
+    ops = [("<", operator.lt), ("<=", operator.le), (">", operator.gt), (">=", operator.ge),
+           ("==", operator.eq), ("!=", operator.ne), ("===", operator.eq), ("!==", operator.ne)]
+    want = [[[f(a, b) for _, f in ops] for b in nums] for a in nums]
+    fns = ", ".join(f"(a, b) => a {o} b" for o, _ in ops)
+    src = f"""
+    const NUMS = [{", ".join(_js_number(x) for x in nums)}];
+    const WANT = {json.dumps(want)};
+    const OPS = [{fns}];
+    let failed = 0, checks = 0;
+    function check(got, want) {{ checks++; if (got !== want) failed++; }}
+    function read(o) {{ return o.x; }}
+    function write(o, v) {{ o.x = v; }}
+    function call(o) {{ return o.f(); }}
+    function readGlobal() {{ return gname; }}
+    let shadow = "lexical";
+    function readShadow() {{ return shadow; }}
+    function resetGame() {{
+      failed = 0; checks = 0;
+      for (let i = 0; i < NUMS.length; i++)
+        for (let j = 0; j < NUMS.length; j++)
+          for (let k = 0; k < OPS.length; k++) check(OPS[k](NUMS[i], NUMS[j]), WANT[i][j][k]);
+      // non-numbers at the same sites: the slow path's conversions
+      check(OPS[0]("2", 1.5), false); check(OPS[2]("2", 1.5), true); check(OPS[4]("1.5", 1.5), true);
+      check(OPS[6]("1.5", 1.5), false); check(OPS[0](true, 1.5), true); check(OPS[1](null, 0.5), true);
+      check(OPS[4](null, 0), false); check(OPS[0](undefined, 1.5), false); check(OPS[5](undefined, 1.5), true);
+      check(OPS[0](10n, 10.5), true); check(OPS[4](10n, 10), true); check(OPS[6](10n, 10), false);
+      // one read site, objects of many shapes
+      const proto = {{ x: "proto" }};
+      const getter = {{}}; Object.defineProperty(getter, "x", {{ get() {{ return "getter"; }} }});
+      const deleted = {{ x: 1, y: 2 }}; delete deleted.x;
+      const readded = {{ x: 1, y: 2 }}; delete readded.x; readded.x = "again";
+      const cases = [[{{ x: 1 }}, 1], [{{ y: 2, x: 3 }}, 3], [{{ x: 4, y: 5 }}, 4], [{{ x: 1.5 }}, 1.5],
+                     [Object.create(proto), "proto"], [getter, "getter"], [deleted, undefined],
+                     [readded, "again"], [[1, 2], undefined], [{{ y: 1 }}, undefined],
+                     [new Proxy({{}}, {{ get: () => "proxy" }}), "proxy"], [{{ x: 1 }}, 1]];
+      for (let r = 0; r < 3; r++) for (const [o, v] of cases) check(read(o), v);
+      // one write site: plain, frozen (ignored), setter, prototype setter, new property
+      const plain = {{ x: 0 }}, frozen = Object.freeze({{ x: 0 }});
+      let seen = 0; const setter = {{ set x(v) {{ seen = v; }} }};
+      const child = Object.create(setter), fresh = {{ y: 0 }};
+      for (let r = 0; r < 3; r++) {{
+        write(plain, r); write(frozen, r); write(setter, r + 10); write(child, r + 20); write(fresh, r + 30);
+        check(plain.x, r); check(frozen.x, 0); check(seen, r + 20); check(child.hasOwnProperty("x"), false);
+        check(fresh.x, r + 30);
+      }}
+      // method calls: own function, prototype method, replaced method
+      const m = {{ f() {{ return 1; }} }}, arr = [3, 1, 2];
+      check(call(m), 1); check(call({{ f: () => 2 }}), 2); m.f = () => 3; check(call(m), 3);
+      check(call({{ __proto__: {{ f: () => 4 }} }}), 4);
+      // global names: a property of the global object (an eval's let stays the eval's own), a
+      // global let that shadows a property of its name, a let read before its declaration ran
+      globalThis.gname = "property"; globalThis.shadow = "property";
+      check(readGlobal(), "property"); check(readGlobal(), "property");
+      (0, eval)("let gname = 'lexical';");
+      check(readGlobal(), "property"); check(readShadow(), "lexical");
+      let tdz = false; try {{ (0, eval)("tdzRead(); let later = 1; function tdzRead() {{ return later; }}"); }}
+      catch (e) {{ tdz = e instanceof ReferenceError; }}
+      check(tdz, true);
+    }}
+    function draw() {{}}
+    function getGameState() {{ return {{ score: failed, lives: checks }}; }}
+    """
+    env = envs.make(game(tmp_path, src), 1, num_threads=1)
+    env.reset()
+    failed, checks = env.game_state()[:2]
+    assert checks == len(nums) ** 2 * len(ops) + 12 + 36 + 15 + 4 + 5 and failed == 0
+
+
+def test_engine_edits_must_find_their_text():
+    from envs.js import engine
+    source = "".join(old for _, old, _ in engine.PATCHES)
+    assert engine.patch_source(source) == "".join(new for _, _, new in engine.PATCHES)
+    with pytest.raises(engine.EngineError, match="expects its text once in quickjs.c, found it 0 times"):
+        engine.patch_source(source.replace(engine.PATCHES[-1][1], ""))
+    with pytest.raises(engine.EngineError, match="found it 2 times"):
+        engine.patch_source(source + engine.PATCHES[0][1])
+
+
+def test_a_game_without_an_ini_trains_with_the_js_defaults(tmp_path):
+    from trainer import config
+    lone = game(tmp_path, PROBE, name="lone")
+    cfg, _ = config.load(lone)
+    assert config.env_ini(envs.resolve(lone)) == config.JS_GAME_INI
+    env_keys = {k: cfg["env"][k] for k in ("picture_width", "picture_height", "picture_channels", "frameskip")}
+    assert env_keys == {"picture_width": 36, "picture_height": 36, "picture_channels": 1, "frameskip": 8}
+    assert (cfg["vec"]["total_agents"], cfg["train"]["minibatch_size"], cfg["policy"]["num_layers"]) == (256, 2048, 2)
+    assert cfg["env"]["actions"] == envs.vec.registry.DEFAULT_ACTIONS
+    # a game with an ini uses that ini alone
+    own = game(tmp_path, PROBE, name="own", ini="[js]\npicture_width = 48\n")
+    cfg, _ = config.load(own)
+    assert (cfg["env"]["picture_width"], cfg["env"]["picture_height"], cfg["env"]["frameskip"]) == (48, 64, 1)
+    assert cfg["vec"]["total_agents"] == config.defaults()["vec"]["total_agents"]
+    # the env library's own defaults are unchanged: the trainer's choice, not the env's
+    env = envs.make(lone, 1, num_threads=1)
+    assert env.picture == (64, 64, 3)

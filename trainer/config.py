@@ -21,6 +21,8 @@ from trainer.util.ini import IniError, parse_value, read_ini_described, unquote
 
 
 DEFAULT_INI = Path(__file__).resolve().parent / "default.ini"
+# the training settings of a JavaScript game that has no ini beside it
+JS_GAME_INI = Path(envs.__file__).resolve().parent / "js" / "default.ini"
 SECTIONS = ("base", "vec", "env", "policy", "train")
 
 # Keys PufferLib's default.ini defines in some version (5.0 G1-G3 `config/default.ini`, 4.0, the
@@ -121,6 +123,15 @@ def valid_keys_message(cfg: dict, section: str) -> str:
     return ", ".join(sorted(cfg[section]))
 
 
+def env_ini(source) -> Path:
+    """The ini that configures an env (an envs.resolve() result): its own, or for a JS game that
+    has none, the JS games' training defaults (JS_GAME_INI). The path may not exist (C envs
+    without an ini)."""
+    if source.kind == "js" and not source.ini.is_file():
+        return JS_GAME_INI
+    return source.ini
+
+
 def load(env_name: str, flags: dict[str, str] | None = None, warn=None) -> tuple[dict, dict]:
     """The layered config for `env_name` → (config, descriptions). Keys of the env's ini that
     PufferLib defines but puffgpu ignores are reported in one line through `warn` (default: a
@@ -128,7 +139,7 @@ def load(env_name: str, flags: dict[str, str] | None = None, warn=None) -> tuple
     cfg, desc = read_described_ini(DEFAULT_INI)
     cfg = {s: kv for s, kv in cfg.items() if not is_sweep_section(s)}
     source = envs.resolve(env_name)
-    ini = source.ini
+    ini = env_ini(source)
     cfg["env"].update(source.kind_defaults)  # a JS game's keys have defaults without an ini
     ignored = []
     if ini.is_file():
