@@ -2,7 +2,8 @@
 sdist: (what, old text, new text), each old text found exactly once. None changes what a program
 computes; each showed in profiles of the games (tools/bench_env.py --ale). Instructions per step of
 PlayTrain's breakout.js under callgrind: 427K as the sdist ships at -O2, 397K with NDEBUG (engine
-FLAGS), 379K with the comparison and JS_FreeValue edits, 357K with the property guesses.
+FLAGS), 379K with the comparison and JS_FreeValue edits, 357K with the property guesses, 331K with
+the global lookup and the value release inlined into the interpreter loop.
 
 - A comparison (< <= > >= == != === !==) of two numbers of which one is a double compares them
   inline, as the engine already does for two int32s; its slow path converts both to doubles and
@@ -54,7 +55,7 @@ PATCHES = (
      """\
 #define JS_GC_MARK(p)   (js_rc(p)->mark)
 static void js_free_value_rt(JSRuntime *rt, JSValue v);
-static inline void js_free_value_inline(JSRuntime *rt, JSValue v)
+static inline __attribute__((always_inline)) void js_free_value_inline(JSRuntime *rt, JSValue v)
 {
     if (JS_VALUE_HAS_REF_COUNT(v)) {
         void *p = JS_VALUE_GET_PTR(v);
@@ -156,8 +157,8 @@ static inline JSShapeProperty *puf_find_own_property_ic(JSContext *ctx, const ui
 """,
      """\
 /* puffgpu: JS_GetGlobalVar with puf_find_own_property_ic's guesses for its two fast lookups */
-static JSValue puf_get_global_var(JSContext *ctx, const uint8_t *pc, JSAtom prop,
-                                  bool throw_ref_error)
+static inline __attribute__((always_inline))
+JSValue puf_get_global_var(JSContext *ctx, const uint8_t *pc, JSAtom prop, bool throw_ref_error)
 {
     JSShapeProperty *prs;
     JSProperty *pr;
