@@ -304,9 +304,10 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
 
     dash = Dashboard(env.name, gpu.describe(), run_id, epochs * N_all * T, live=live) if root else Silent()
     picture = f" (a {'x'.join(map(str, spec.picture))} picture, {spec.obs_dtype})" if spec.picture else ""
-    if config_mod.env_ini(envs.resolve(env_name)) == config_mod.JS_GAME_INI:
-        dash.message(f"{env.name}: no {envs.resolve(env_name).ini.name} beside the game: training with the JS games' "
-                     f"defaults ({config_mod.JS_GAME_INI})")
+    source = envs.resolve(env_name)
+    if config_mod.env_ini(source) == config_mod.JS_GAME_INI:
+        dash.message(f"{env.name}: no {source.ini.name} beside the game: training with the JS games' defaults "
+                     f"({config_mod.JS_GAME_INI})")
     dash.message(f"{env.name}: {N_all} agents, obs {spec.obs_size}{picture}, heads {list(spec.act_sizes)}; "
                  f"policy H={spec.hidden} "
                  f"L={spec.layers} ({spec.num_floats:,} params); {epochs} epochs of {N_all * T:,} steps, "
