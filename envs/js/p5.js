@@ -771,11 +771,13 @@
     G.frameCount += 1;
     main.resetMatrix();
     main.shape = null;
-    need("draw")();
+    const draw = G.draw; // by name: need() looks it up by a computed key, which costs a string's atom
+    (typeof draw === "function" ? draw : need("draw"))();
     current = null;
   }
   function readState() {
-    const s = need("getGameState")();
+    const get = G.getGameState;
+    const s = (typeof get === "function" ? get : need("getGameState"))();
     if (s === null || typeof s !== "object") throw new TypeError(`getGameState() must return {score, lives, gameState}, got ${s}`);
     const score = +s.score;
     if (!(score - score === 0)) throw new TypeError(`getGameState().score must be a finite number, got ${s.score}`);
