@@ -6,7 +6,9 @@ build it there, and fails on any warning.
 
 Each env header (the built-in envs and the test env folders) is wrapped by the same cffi source as
 envs/build.py generates and compiled with the command build.compile_command() gives for that
-target, with the contract checks as errors; any compiler output at all counts as a failure:
+target, with the contract checks as errors, and the JS envs' engine (QuickJS-ng's four files, with
+puffgpu's edits to quickjs.c) is compiled to objects with its own flags; any compiler output at
+all counts as a failure:
 
     aarch64-macos        clang from the ziglang package (`python -m ziglang cc`), no OpenMP (the
                          vecenv's own pthreads, as with Apple's clang), compiled to an object
@@ -41,6 +43,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import envs  # noqa: E402
 from envs import build  # noqa: E402
+from envs.js import engine  # noqa: E402
 from trainer.util.console import safe_console  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -197,6 +200,20 @@ def compile_one(c_file: Path, header: Path, tgt) -> tuple[bool, str]:
     return True, f"{label} {header.relative_to(ROOT)}: ok"
 
 
+def compile_engine(source: Path, tmp: Path, tgt) -> tuple[bool, str]:
+    """One file of the JS envs' engine (QuickJS-ng with puffgpu's edits, envs/js/engine.py) compiled
+    to an object for the target with the engine's own flags."""
+    label, cc, plat = tgt[0], tgt[1], tgt[2]
+    out = tmp / label / f"engine_{source.stem}.o"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [*cc, *engine.FLAGS, *build.pic_flags(plat), "-c", str(source), "-o", str(out)]
+    res = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", errors="replace")
+    text = (res.stdout + res.stderr).strip()
+    if res.returncode != 0 or text:
+        return False, f"{label} JS engine {source.name}: exit {res.returncode}\n{text[-3000:]}\n$ {' '.join(cmd)}"
+    return True, f"{label} JS engine {source.name}: ok"
+
+
 def main(argv=None) -> int:
     safe_console()  # a console or pipe that cannot encode a character gets '?'
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -210,14 +227,17 @@ def main(argv=None) -> int:
         for m in missing:
             print(f"missing toolchain: {m}")
         jobs = [(module_source(tmp, h, t), h, t) for t in tgts for h in env_headers()]
+        src = engine.source_dir()  # fetched, checked and edited as on any machine
+        engine_jobs = [(src / name, tmp, t) for t in tgts for name in engine.SOURCES]
         with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-            results = list(pool.map(lambda job: compile_one(*job), jobs))
+            results = list(pool.map(lambda job: compile_engine(*job), engine_jobs))
+            results += list(pool.map(lambda job: compile_one(*job), jobs))
     failed = [msg for ok, msg in results if not ok]
     for ok, msg in results:
         print(("ok    " if ok else "FAIL  ") + msg.splitlines()[0])
     for msg in failed:
         print("\n" + msg)
-    print(f"cross-compile: {len(results) - len(failed)}/{len(results)} modules for "
+    print(f"cross-compile: {len(results) - len(failed)}/{len(results)} modules and engine files for "
           f"{', '.join(t[0] for t in tgts) or 'no target'} in {time.time() - t0:.0f} s"
           + (f"; missing: {len(missing)} toolchain(s)" if missing else ""))
     return 1 if failed or (args.require and missing) or not tgts else 0
