@@ -25,8 +25,9 @@ the line gives frames/s too.
 
 --ale measures JS games side by side with their Arcade Learning Environment originals, with
 PlayTrain's protocol: one env, one thread, 64x64x3 pictures, frameskip 1, random actions (drawn
-before each trial, for both, so that the timing is the envs' steps), resets included, 200 warm-up steps then 1,500 frames timed by CPU time, the median of 7 trials (the JS
-game's and the ALE game's trials alternate, so both see the same load). ALE runs through ale-py
+before each trial, for both, so that the timing is the envs' steps), resets included, 200 warm-up
+steps then 1,500 frames timed by CPU time, the median of 7 trials (the JS game's and the ALE
+game's trials alternate, so both see the same load). ALE runs through ale-py
 and gymnasium (`pip install ale-py gymnasium`: a benchmark-only extra) at its own 210x160x3. It
 prints steps/s per core of each, the ratio and the geometric mean of the ratios; then a
 per-primitive cost table (ns per call with the C p5 layer and with the prelude's JS alone,
@@ -278,8 +279,8 @@ def ale_benchmarks(args):
     pairs = [_ale_id(s) for s in args.ale]
     # a name (catcher) is its game file, which the per-game split reads and rewrites
     args.js = [p if Path(p).is_file() else str(envs.resolve(p).path) for p in args.js or []]
-    print(f"protocol: one env, one thread, 64x64x3 (ALE: 210x160x3), frameskip 1, random actions, resets included, "
-          f"{args.warmup} warm-up steps, then {args.frames} frames timed by CPU time, median of {args.trials} trials")
+    print(f"protocol: one env, one thread, 64x64x3 (ALE: 210x160x3), frameskip 1, random actions drawn before "
+          f"each trial, resets included, {args.warmup} warm-up steps, then {args.frames} frames timed by CPU time, median of {args.trials} trials")
     ratios = []
     for path, ale_id in pairs:
         js, ale = _JsRunner(path), _AleRunner(ale_id)
