@@ -483,7 +483,7 @@ def test_engine_edits_keep_the_semantics(tmp_path):
         check(fresh.x, r + 30);
       }}
       // method calls: own function, prototype method, replaced method
-      const m = {{ f() {{ return 1; }} }}, arr = [3, 1, 2];
+      const m = {{ f() {{ return 1; }} }};
       check(call(m), 1); check(call({{ f: () => 2 }}), 2); m.f = () => 3; check(call(m), 3);
       check(call({{ __proto__: {{ f: () => 4 }} }}), 4);
       // global names: a property of the global object (an eval's let stays the eval's own), a

@@ -280,7 +280,8 @@ def ale_benchmarks(args):
     # a name (catcher) is its game file, which the per-game split reads and rewrites
     args.js = [p if Path(p).is_file() else str(envs.resolve(p).path) for p in args.js or []]
     print(f"protocol: one env, one thread, 64x64x3 (ALE: 210x160x3), frameskip 1, random actions drawn before "
-          f"each trial, resets included, {args.warmup} warm-up steps, then {args.frames} frames timed by CPU time, median of {args.trials} trials")
+          f"each trial, resets included, {args.warmup} warm-up steps, then {args.frames} frames timed by CPU "
+          f"time, median of {args.trials} trials")
     ratios = []
     for path, ale_id in pairs:
         js, ale = _JsRunner(path), _AleRunner(ale_id)

@@ -181,6 +181,15 @@ def module_source(tmp: Path, header: Path, tgt) -> Path:
     return c_file
 
 
+def run_silent(cmd: list, what: str, cwd=None) -> str | None:
+    """Runs a compile command; None when it succeeds without a word, else the failure's message."""
+    res = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", errors="replace", cwd=cwd)
+    text = (res.stdout + res.stderr).strip()
+    if res.returncode != 0 or text:
+        return f"{what}: exit {res.returncode}\n{text[-3000:]}\n$ {' '.join(cmd)}"
+    return None
+
+
 def compile_one(c_file: Path, header: Path, tgt) -> tuple[bool, str]:
     label, cc, plat, py_include, link, extra, pylib = tgt
     stem, work = c_file.stem, c_file.parent
@@ -188,10 +197,9 @@ def compile_one(c_file: Path, header: Path, tgt) -> tuple[bool, str]:
     out = work / (f"{stem}.pyd" if link else f"{stem}.o")
     cmd = build.compile_command(cc, flags, c_file, out, header, py_include, target=plat, link=link,
                                 python_lib=pylib)
-    res = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", errors="replace", cwd=work)
-    text = (res.stdout + res.stderr).strip()
-    if res.returncode != 0 or text:
-        return False, f"{label} {header.relative_to(ROOT)}: exit {res.returncode}\n{text[-3000:]}\n$ {' '.join(cmd)}"
+    failure = run_silent(cmd, f"{label} {header.relative_to(ROOT)}", cwd=work)
+    if failure:
+        return False, failure
     if link:
         bad = [d for d in dll_imports(out) if not WINDOWS_DLLS.match(d)]
         if bad:
@@ -207,11 +215,8 @@ def compile_engine(source: Path, tmp: Path, tgt) -> tuple[bool, str]:
     out = tmp / label / f"engine_{source.stem}.o"
     out.parent.mkdir(parents=True, exist_ok=True)
     cmd = [*cc, *engine.FLAGS, *build.pic_flags(plat), "-c", str(source), "-o", str(out)]
-    res = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", errors="replace")
-    text = (res.stdout + res.stderr).strip()
-    if res.returncode != 0 or text:
-        return False, f"{label} JS engine {source.name}: exit {res.returncode}\n{text[-3000:]}\n$ {' '.join(cmd)}"
-    return True, f"{label} JS engine {source.name}: ok"
+    failure = run_silent(cmd, f"{label} JS engine {source.name}")
+    return (False, failure) if failure else (True, f"{label} JS engine {source.name}: ok")
 
 
 def main(argv=None) -> int:

@@ -17,12 +17,11 @@ import sys
 from pathlib import Path
 
 import envs
+from envs.vec.registry import JS_GAME_INI
 from trainer.util.ini import IniError, parse_value, read_ini_described, unquote
 
 
 DEFAULT_INI = Path(__file__).resolve().parent / "default.ini"
-# the training settings of a JavaScript game that has no ini beside it
-JS_GAME_INI = Path(envs.__file__).resolve().parent / "js" / "default.ini"
 SECTIONS = ("base", "vec", "env", "policy", "train")
 
 # Keys PufferLib's default.ini defines in some version (5.0 G1-G3 `config/default.ini`, 4.0, the

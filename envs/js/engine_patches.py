@@ -18,6 +18,12 @@ the global lookup and the value release inlined into the interpreter loop.
   same fields of same-shaped objects in loops (breakout.js: 2,230 lookups a frame).
 """
 
+
+def _guessed(what, site):
+    """An interpreter site (found by its own lines) whose property lookup tries the guess first."""
+    return what, site, site.replace("find_own_property(&pr, ", "puf_find_own_property_ic(ctx, pc, &pr, ")
+
+
 PATCHES = (
     ('OP_CMP: a double temporary',
      """\
@@ -110,44 +116,22 @@ static inline JSShapeProperty *puf_find_own_property_ic(JSContext *ctx, const ui
 
 /* Release a counted reference an open var_ref held on the coroutine
 """),
-    ('OP_get_field with guesses',
-     """\
+    _guessed('OP_get_field with guesses', """\
                         prs = find_own_property(&pr, p, atom);
                         if (prs) {
                             /* found */
                             if (unlikely(prs->flags & JS_PROP_TMASK))
                                 goto get_field_slow_path;
-""",
-     """\
-                        prs = puf_find_own_property_ic(ctx, pc, &pr, p, atom);
-                        if (prs) {
-                            /* found */
-                            if (unlikely(prs->flags & JS_PROP_TMASK))
-                                goto get_field_slow_path;
 """),
-    ('OP_get_field2 with guesses',
-     """\
+    _guessed('OP_get_field2 with guesses', """\
                         prs = find_own_property(&pr, p, atom);
                         if (prs) {
                             /* found */
                             if (unlikely(prs->flags & JS_PROP_TMASK))
                                 goto get_field2_slow_path;
-""",
-     """\
-                        prs = puf_find_own_property_ic(ctx, pc, &pr, p, atom);
-                        if (prs) {
-                            /* found */
-                            if (unlikely(prs->flags & JS_PROP_TMASK))
-                                goto get_field2_slow_path;
 """),
-    ('OP_put_field with guesses',
-     """\
+    _guessed('OP_put_field with guesses', """\
                     prs = find_own_property(&pr, p, atom);
-                    if (!prs)
-                        goto put_field_slow_path;
-""",
-     """\
-                    prs = puf_find_own_property_ic(ctx, pc, &pr, p, atom);
                     if (!prs)
                         goto put_field_slow_path;
 """),

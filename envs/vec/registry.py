@@ -33,6 +33,8 @@ DEFAULT_ACTIONS = "0 | 37 | 39 | 38 | 40 | p32 | 37 p32 | 39 p32"
 JS_DEFAULTS = {"picture_width": 64, "picture_height": 64, "picture_channels": 3, "actions": DEFAULT_ACTIONS,
                "max_steps": 2000, "frameskip": 1, "memory_mb": 64, "step_mops": 100, "rasterize": 1,
                "native_p5": 1}
+# the training settings (trainer/config.py) of a JS game with no ini beside it
+JS_GAME_INI = ENVS_DIR / "js" / "default.ini"
 # [env] keys of the shared-memory layer (envs/vec/shmvec.py), never passed to a C env's puf_init
 SHM_KEYS = {"isolate": 0, "processes": 0, "timeout": 30.0, "reattach": 60.0}
 # an ini is a server env's when its [env] section has one of these
