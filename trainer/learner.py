@@ -314,3 +314,12 @@ def cosine_lr(lr: float, epoch: int, total_epochs: int, min_lr_ratio: float = 0.
     lr_min = lr * min_lr_ratio
     e = min(epoch, total_epochs)
     return lr_min + 0.5 * (lr - lr_min) * (1.0 + float(np.cos(np.pi * e / max(1, total_epochs))))
+
+
+def epoch_lr(train: dict, epoch: int, total_epochs: int) -> float:
+    """The learning rate of one epoch: the cosine schedule (or the constant rate without anneal_lr),
+    times a linear warm-up over the first lr_warmup × total_epochs epochs (epoch e of W: (e+1)/W)."""
+    lr = (cosine_lr(train["learning_rate"], epoch, total_epochs, train["min_lr_ratio"]) if train["anneal_lr"]
+          else train["learning_rate"])
+    warm = round(train["lr_warmup"] * total_epochs)
+    return lr * min(1.0, (epoch + 1) / warm) if warm > 0 else lr

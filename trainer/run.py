@@ -201,7 +201,7 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
     default one process, or the ranks of the MPI launcher that started it."""
     from . import distributed
     from .gpu import GL_NOTE, get_gpu, is_gl
-    from .learner import Learner, LearnerConfig, cosine_lr
+    from .learner import Learner, LearnerConfig, epoch_lr
     from .policy import Policy, Rollout, RolloutStep
     from .autotune import attach
     world = world or distributed.connect()
@@ -332,8 +332,7 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
                     break
                 # learn: every minibatch of the epoch in one submit, one learning rate per epoch
                 s = time.perf_counter()
-                lr = (cosine_lr(t["learning_rate"], epoch, epochs, t["min_lr_ratio"]) if t["anneal_lr"]
-                      else t["learning_rate"])
+                lr = epoch_lr(t, epoch, epochs)
                 world.reduce_seconds = 0.0
                 losses = learner.run(lr)
                 watch.add("learn", s)

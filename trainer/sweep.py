@@ -213,6 +213,10 @@ def load_sweep(env: str, config_file: str | None = None, argv: list[str] | None 
     metric = settings["metric"]
     if "/" not in metric and metric not in TRAINER_METRICS:
         settings["metric"] = f"env/{metric}"  # PufferLib's `metric = score` names an env log field
+    if settings["eval_episodes"] > 0 and not settings["metric"].startswith("env/"):
+        raise SweepError(f"[sweep] eval_episodes = {settings['eval_episodes']} scores trials by evaluating the env, "
+                         f"but metric = {settings['metric']} is a trainer metric: use an env metric (env/<name>) "
+                         f"or eval_episodes = 0")
     flags = {k: str(v) for k, v in fixed.items()}
     return Sweep(env=env, env_name=Path(env).stem, flags=flags, cfg=cfg, settings=settings, params=params,
                  sources=[str(s) for s in sources])
@@ -234,6 +238,8 @@ def check_settings(s: dict):
         errors.append(f"early_stop = {s['early_stop']!r} must be asha or none")
     if not 0 < s["grace_period"] < 1:
         errors.append(f"grace_period must be a fraction of a trial in (0, 1), got {s['grace_period']}")
+    if s["eval_episodes"] < 0:
+        errors.append(f"eval_episodes must be >= 0 (0: no evaluation), got {s['eval_episodes']}")
     if s["reduction_factor"] < 2:
         errors.append(f"reduction_factor must be >= 2, got {s['reduction_factor']}")
     if errors:
@@ -376,11 +382,39 @@ def run_trial(point: dict, spec: dict):
         # one process per trial, even where the sweep itself was started by an MPI launcher
         res = train(spec["env"], cfg, adapter=name, live=False, run_id=run_id, loggers=[reporter],
                     world=World())
-        if reporter.count == 0 and res["metrics"]:  # resumed at its end: report the final epoch once
-            reporter.log(res["metrics"])
+        final = dict(res["metrics"])
+        if spec["eval_episodes"] > 0 and res["checkpoint"] and not res["stopped"]:
+            final.update(evaluate(spec, cfg, res["checkpoint"], name))
+            reporter.log(final)  # the trial's last result: Optuna and the table read its metric
+        elif reporter.count == 0 and final:  # resumed at its end: report the final epoch once
+            reporter.log(final)
     finally:
         if lock is not None:
             lock.close()
+
+
+# the seed of the held-out evaluation: envs and sampling no training run of the sweep uses
+EVAL_SEED_OFFSET = 1_000_003
+
+
+def evaluate(spec: dict, cfg: dict, checkpoint, adapter) -> dict:
+    """Held-out score of a trial's last checkpoint: trainer.eval's measure over eval_episodes episodes
+    (at most 1024 envs, each its first k episodes), with another seed than training's. Returns the
+    sweep metric set to the evaluated figure and every evaluated field as eval/<name>."""
+    from .eval import Evaluator
+    n = spec["eval_episodes"]
+    ev = Evaluator(spec["env"], cfg, str(checkpoint), min(n, 1024), cfg["base"]["seed"] + EVAL_SEED_OFFSET, adapter)
+    try:
+        res = ev.measure(n)
+    finally:
+        ev.env.close()
+    field = spec["metric"].split("/", 1)[1]
+    if field not in res:
+        raise SweepError(f"the evaluation logged no {field!r} (it logged {', '.join(sorted(res))}): "
+                         f"[sweep] metric = {spec['metric']} cannot be evaluated")
+    out = {f"eval/{k}": float(v) for k, v in res.items()}
+    out[spec["metric"]] = float(res[field])
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -509,7 +543,8 @@ def run_sweep(sw: Sweep, name: str, storage: Path, address: str | None = None) -
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     concurrent, adapters = start_ray(address, sw)
     spec = {"env": sw.env, "env_name": sw.env_name, "flags": sw.flags, "name": name, "adapters": adapters,
-            "params": [p.__dict__ for p in sw.params]}
+            "params": [p.__dict__ for p in sw.params], "metric": sw.metric,
+            "eval_episodes": sw.settings["eval_episodes"]}
     trainable = tune.with_resources(tune.with_parameters(run_trial, spec=spec), {"cpu": 1, "adapter": 1})
     exp_dir = storage / name
     print(f"sweep {name}: {sw.settings['max_runs']} trials of {sw.env_name}, {sw.settings['method']} on "
@@ -561,7 +596,7 @@ def trial_rows(sw: Sweep, name: str, trials) -> list[dict]:
         elif t.status != "TERMINATED":
             status = "interrupted"
         elif r.get("progress", 0) >= 100:
-            status = "done"
+            status = f"done, eval {int(r['eval/episodes'])} episodes" if "eval/episodes" in r else "done"
         elif r.get("time_total_s", 0) >= cost:
             status = f"stopped at {r.get('progress', 0)}%: budget {fmt_time(cost)}"
         else:
