@@ -341,13 +341,21 @@ def claim_adapter(names: list[str]):
 class TuneReporter:
     """Reports each epoch's metrics to Ray Tune (an extra logger of trainer.run.train)."""
 
-    def __init__(self, total_steps: int):
+    def __init__(self, total_steps: int, metric: str):
         self.total = total_steps
+        self.metric = metric
+        self.last = None  # the metric's latest value: an epoch in which no episode ended repeats it
         self.count = 0
 
     def log(self, metrics: dict):
         from ray import tune
         out = {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        if self.metric in out:
+            self.last = out[self.metric]
+        elif self.last is None:
+            return  # no episode has ended yet: nothing to compare (Tune requires the metric in every report)
+        else:
+            out[self.metric] = self.last
         out["progress"] = int(100 * metrics["global_step"] // self.total)
         self.count += 1
         tune.report(out)  # an ASHA stop ends this thread here (SystemExit); train()'s finally cleans up
@@ -377,7 +385,7 @@ def run_trial(point: dict, spec: dict):
         log.rename(log.with_name(f"{run_id}.interrupted-{int(time.time())}.jsonl.old"))
     name, lock = claim_adapter(spec["adapters"]) if spec["adapters"] else (None, None)
     N_T = cfg["vec"]["total_agents"] * cfg["train"]["horizon"]
-    reporter = TuneReporter(max(1, cfg["train"]["total_timesteps"] // N_T) * N_T)
+    reporter = TuneReporter(max(1, cfg["train"]["total_timesteps"] // N_T) * N_T, spec["metric"])
     try:
         # one process per trial, even where the sweep itself was started by an MPI launcher
         res = train(spec["env"], cfg, adapter=name, live=False, run_id=run_id, loggers=[reporter],
