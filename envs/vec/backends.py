@@ -62,5 +62,16 @@ def _header(source, total_agents, config, kw):
     return cls(source.path, total_agents, config=config, **kw)
 
 
+def _ddnet(source, total_agents, config, kw):
+    from .ddnetvec import DDNetEnv  # its C client is built on first use
+    if _flag(config.get("isolate", 0)):
+        raise ValueError(f"{source.path}: [env] isolate is for C env headers; a DDNet env's bots play on "
+                         f"DDNet server processes already")
+    for k in ("isolate", "processes", "reattach"):  # the shared-memory layer's (timeout is shared: see its ini)
+        config.pop(k, None)
+    kw.pop("num_threads", None)
+    return DDNetEnv(source, total_agents, config, **kw)
+
+
 # the env's kind (registry.KINDS) -> its backend
-BACKENDS = {"header": _header, "js": _js, "server": _server}
+BACKENDS = {"header": _header, "js": _js, "server": _server, "ddnet": _ddnet}

@@ -22,7 +22,7 @@ from trainer.util.ini import read_ini
 from ..build import ENVS_DIR
 
 OCEAN_DIR = ENVS_DIR / "ocean"
-KINDS = {"header": "C header", "js": "JavaScript game", "server": "game server"}
+KINDS = {"header": "C header", "js": "JavaScript game", "server": "game server", "ddnet": "DDNet bots"}
 SUFFIXES = {".h": "header", ".js": "js", ".ini": "server"}
 
 # PufferLib 5.0's default.ini [env] section: in every env's config, so a trainer can pass the
@@ -39,6 +39,16 @@ JS_GAME_INI = ENVS_DIR / "js" / "default.ini"
 SHM_KEYS = {"isolate": 0, "processes": 0, "timeout": 30.0, "reattach": 60.0}
 # an ini is a server env's when its [env] section has one of these
 SERVER_MARKS = ("command", "attach")
+# ... and a DDNet env's (envs/vec/ddnetvec.py: bots on DDNet-Server processes) when it names a map
+DDNET_MARK = "ddnet_map"
+# a DDNet env's [env] keys and their defaults
+DDNET_DEFAULTS = {
+    "ddnet_map": "Tutorial", "ddnet_server": "/usr/games/DDNet-Server",
+    # server commands run at start (tunes: bots pass through and cannot hook each other)
+    "ddnet_settings": "tune player_collision 0; tune player_hooking 0",
+    "servers": 0, "bots_per_server": 32, "ticks_per_decision": 5, "episode_seconds": 40.0, "stuck_seconds": 3.0,
+    "window_width": 15, "window_height": 11, "tile_reward": 0.1, "freeze_penalty": 0.01, "finish_bonus": 10.0,
+    "death_penalty": 1.0, "timeout": 5.0}
 
 
 @dataclass(frozen=True)
@@ -63,12 +73,15 @@ class EnvSource:
     @property
     def kind_defaults(self) -> dict:
         """[env] keys every env of this kind has, without an ini."""
-        return dict(JS_DEFAULTS) if self.kind == "js" else {}
+        return dict(JS_DEFAULTS) if self.kind == "js" else dict(DDNET_DEFAULTS) if self.kind == "ddnet" else {}
 
 
-def _is_server_ini(path: Path) -> bool:
+def _ini_kind(path: Path) -> str | None:
+    """"ddnet" or "server" for an env ini that is one (by its [env] keys), else None."""
     env = read_ini(path).get("env", {})
-    return any(k in env for k in SERVER_MARKS)
+    if DDNET_MARK in env:
+        return "ddnet"
+    return "server" if any(k in env for k in SERVER_MARKS) else None
 
 
 def _header_ini(header: Path) -> Path:
@@ -94,10 +107,13 @@ def source_of(path) -> EnvSource:
     what = {"header": "env header", "js": "JS game", "server": "env ini"}[kind]
     if not path.is_file():
         raise FileNotFoundError(f"{what} {path} does not exist")
-    if kind == "server" and not _is_server_ini(path):
-        raise ValueError(f"{path}: an ini passed as the env must be a server env's: its [env] section "
-                         f"needs command = ... (a server to start) or attach = /name0,... (running "
-                         f"servers); for a C env pass its header (.h) instead")
+    if kind == "server":
+        kind = _ini_kind(path)
+        if kind is None:
+            raise ValueError(f"{path}: an ini passed as the env must be a server env's: its [env] section "
+                             f"needs command = ... (a server to start), attach = /name0,... (running "
+                             f"servers) or {DDNET_MARK} = ... (bots on DDNet servers); for a C env pass its "
+                             f"header (.h) instead")
     ini = _header_ini(path) if kind == "header" else path.with_suffix(".ini")
     return EnvSource(path.stem, kind, path, ini)
 
@@ -106,7 +122,9 @@ def _folder_source(folder: Path) -> EnvSource | None:
     name = folder.name
     for suffix, kind in SUFFIXES.items():
         p = folder / f"{name}{suffix}"
-        if p.is_file() and (kind != "server" or _is_server_ini(p)):
+        if p.is_file() and kind == "server":
+            kind = _ini_kind(p)
+        if p.is_file() and kind is not None:
             return EnvSource(name, kind, p, p.with_suffix(".ini"))
     return None
 
