@@ -19,12 +19,21 @@ BACKENDS = [
     ("catcher", {}, 4, "JsEnv"),
     ("arena", {"processes": 2}, 16, "ShmVecEnv"),
     ("pixel_platformer_small", {"isolate": 1}, 4, "ShmVecEnv"),
+    ("ddnet", {"servers": 1, "bots_per_server": 2}, 2, "DDNetEnv"),  # DDNet-Server processes (ddnet-server)
 ]
+
+
+def _available(name):
+    from envs.ddnet.server import DEFAULT_SERVER
+    import os
+    return name != "ddnet" or os.access(DEFAULT_SERVER, os.X_OK)
 
 
 @pytest.fixture(params=BACKENDS, ids=[f"{b[0]}-{b[3]}" for b in BACKENDS])
 def env(request):
     name, config, agents, cls = request.param
+    if not _available(name):
+        pytest.skip("DDNet's server is missing: sudo apt-get install ddnet-server")
     with envs.make(name, agents, config=config, num_threads=1, seed=3) as e:
         assert type(e).__name__ == cls
         yield e
@@ -91,7 +100,7 @@ def test_every_env_folder_has_a_name_and_a_kind():
     assert [s.name for s in sources] == folders == envs.list_envs()
     kinds = {s.name: s.kind for s in sources}
     assert kinds["catcher"] == kinds["flappy"] == kinds["breakout_js"] == "js"
-    assert kinds["arena"] == "server" and kinds["platformer"] == "header"
+    assert kinds["arena"] == "server" and kinds["platformer"] == "header" and kinds["ddnet"] == "ddnet"
     for s in sources:  # a path resolves to the same thing as the name
         assert envs.resolve(s.path) == s
     with pytest.raises(ValueError, match=r"unknown env 'nope'; built-in envs: aimjump, arena"):
@@ -103,7 +112,7 @@ def test_every_env_folder_has_a_name_and_a_kind():
 def test_a_non_server_ini_is_a_clear_error(tmp_path):
     ini = tmp_path / "mine.ini"
     ini.write_text("[env]\nx = 1\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"needs command = \.\.\. .* for a C env pass its header"):
+    with pytest.raises(ValueError, match=r"needs command = \.\.\. .* ddnet_map = \.\.\. .* for a C env pass its header"):
         envs.resolve(ini)
 
 

@@ -169,6 +169,7 @@ class DDNetEnv(EnvBase):
         self.episode_decisions = np.zeros(n, np.int64)
         self.log_sums = np.zeros((n, len(LOG_KEYS)), np.float64)
         self.log_n = np.zeros(n, np.int64)
+        self._prev_xy = None  # positions at the previous decision (the finish check follows the path between)
 
     # ---- the env interface ----
 
@@ -264,7 +265,7 @@ class DDNetEnv(EnvBase):
         for t in np.linspace(0.0, 1.0, 9):
             x = (x0 + (x1 - x0) * t) // TILE + self._pad
             y = (y0 + (y1 - y0) * t) // TILE + self._pad
-            hit |= fin[np.clip(y, 0, fin.shape[0] - 1).astype(int), np.clip(x, 0, fin.shape[1] - 1).astype(int)] > 0
+            hit |= fin[np.clip(y, 0, fin.shape[0] - 1).astype(np.int64), np.clip(x, 0, fin.shape[1] - 1).astype(np.int64)] > 0
         return hit
 
     def _end(self, i, kill=True):
@@ -300,6 +301,8 @@ class DDNetEnv(EnvBase):
         d = self._distance_at(x, y)
         episode_ticks = int(float(c["episode_seconds"]) * TICK_HZ)
         stuck_ticks = int(float(c["stuck_seconds"]) * TICK_HZ)
+        px, py = (self._prev_xy[:, 0], self._prev_xy[:, 1]) if self._prev_xy is not None else (x, y)
+        on_finish = self._on_finish(px, py, x, y)
         for i in range(self.num_agents):
             if not in_game[i]:
                 self.last_tick[i] = -1
@@ -336,8 +339,7 @@ class DDNetEnv(EnvBase):
                     self.frozen_since[i] = tick[i]
             else:
                 self.frozen_since[i] = -1
-            px, py = self._prev_xy[i] if hasattr(self, "_prev_xy") else (x[i], y[i])
-            finished = bool(self._on_finish(np.array([px]), np.array([py]), x[i:i + 1], y[i:i + 1])[0])
+            finished = bool(on_finish[i])
             stuck = frozen[i] and tick[i] - self.frozen_since[i] >= stuck_ticks
             timeout = tick[i] - self.start_tick[i] >= episode_ticks
             if finished:

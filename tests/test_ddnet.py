@@ -1,0 +1,199 @@
+"""The ddnet env: bots on real DDNet-Server processes (CI installs ddnet-server). The protocol pieces
+against twnet-parser (the protocol's Python implementation), then the bots in the game: they join
+and decode every snapshot (CRC-checked), inputs move them, episodes reset through the server's
+console, a killed or frozen server is restarted, and nothing is left behind."""
+import math
+import os
+import signal
+import socket
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import envs
+from envs.ddnet.server import DEFAULT_SERVER
+
+pytestmark = pytest.mark.skipif(not os.access(DEFAULT_SERVER, os.X_OK),
+                                reason="DDNet's server is missing: sudo apt-get install ddnet-server")
+twnet = pytest.importorskip("twnet_parser", reason="pip install -e '.[ddnet]'")
+
+MOVE, JUMP, HOOK, FIRE, AIM = range(5)
+NONE = 1  # move head: 0 left, 1 none, 2 right
+
+
+def actions(n, move=NONE, jump=0, hook=0, fire=0, aim=0.0):
+    a = np.zeros((n, 5), np.float32)
+    a[:, MOVE], a[:, JUMP], a[:, HOOK], a[:, FIRE], a[:, AIM] = move, jump, hook, fire, aim
+    return a
+
+
+def field(env, name, i=0):
+    return int(env._state[i, env._F[name]])
+
+
+@pytest.fixture
+def one_bot():
+    with envs.make("ddnet", 1, config={"servers": 1, "bots_per_server": 1, "episode_seconds": 30}) as env:
+        env.reset()
+        for _ in range(100):  # until the first episode begins (a fresh server spawns players after a few seconds)
+            env.step(actions(1))
+            if env.active[0]:
+                break
+        assert env.active[0]
+        yield env
+
+
+def test_huffman_and_ints_match_the_reference():
+    """Our C decoder inverts twnet-parser's Huffman compressor (the protocol's fixed tree) and reads
+    its variable-length ints, on random and skewed bytes, empty to a full packet."""
+    from twnet_parser.huffman_twnet_parser import huffman
+    from twnet_parser.packer import pack_int
+    from envs.ddnet import net
+    mod = net.native()
+    ffi, lib = mod.ffi, mod.lib
+    freq = net.huffman_frequencies()
+    rng = np.random.default_rng(0)
+    out = ffi.new("uint8_t[4096]")
+    for n in (0, 1, 2, 7, 100, 1000, 1396):
+        for skew in (256, 4):
+            data = bytes(rng.integers(0, skew, n, dtype=np.uint8))
+            packed = huffman.compress(data)
+            k = lib.ddc_test_huffman(ffi.cast("unsigned *", ffi.from_buffer(freq)), packed, len(packed), out, 4096)
+            assert bytes(ffi.buffer(out, k)) == data, (n, skew)
+    ints = [0, 1, -1, 63, 64, -64, -65, 8191, 2**31 - 1, -2**31, 123456789, -987654]
+    blob = b"".join(pack_int(v) for v in ints)
+    got = ffi.new("int32_t[64]")
+    assert lib.ddc_test_unpack_ints(blob, len(blob), got, 64) == len(ints)
+    assert list(got[0:len(ints)]) == ints
+
+
+def test_bots_join_and_decode_every_snapshot():
+    with envs.make("ddnet", 4, config={"servers": 2, "bots_per_server": 2}) as env:
+        assert (env.obs_size, env.act_sizes) == (36 + 7 * 15 * 11, (3, 2, 2, 2, 1))
+        env.reset()
+        for _ in range(100):  # a fresh server spawns its first players after a few seconds
+            env.step(actions(4))
+            if env.active.all():
+                break
+        st, F = env._state, env._F
+        assert (st[:, F["phase"]] == 5).all()
+        assert (st[:, F["snaps"]] >= 50).all()          # a snapshot a tick (sv_high_bandwidth)
+        assert (st[:, F["snap_errors"]] == 0).all()     # every delta applied, every CRC matched
+        assert sorted(st[:2, F["cid"]]) == [0, 1] and sorted(st[2:, F["cid"]]) == [0, 1]
+        assert (st[:, F["ddnet"]] == 1).all()           # DDNet's extended character item, found by UUID
+        m = env.epoch_metrics()
+        assert m["snapshot_errors"] == 0 and 0 < m["snapshot_decode_us"] < 1000
+        assert 0 <= m["missed_ticks"] < 0.5
+        # decisions are ticks_per_decision ticks apart
+        t0 = field(env, "tick")
+        env.step(actions(4))
+        assert field(env, "tick") - t0 == env.k
+
+
+def test_moving_right_raises_x_and_left_lowers_it(one_bot):
+    env = one_bot
+    x0 = field(env, "x")
+    for _ in range(8):
+        env.step(actions(1, move=2))
+    x1 = field(env, "x")
+    assert x1 - x0 > 2 * 32  # more than two tiles in 0.8 s
+    assert env.rewards[0] > 0 or env.observations[0, 1] > 0  # progress toward the finish on Tutorial
+    for _ in range(8):
+        env.step(actions(1, move=0))
+    assert field(env, "x") < x1
+
+
+def test_jump_and_hook_change_the_state(one_bot):
+    env = one_bot
+    for _ in range(5):
+        env.step(actions(1))
+    y0 = field(env, "y")
+    assert field(env, "jumped") & 1 == 0
+    env.step(actions(1, jump=1))
+    assert field(env, "vy") < 0 and field(env, "y") < y0   # going up
+    assert field(env, "jumped") & 1 == 1                   # the ground jump is used while held
+    for _ in range(10):
+        env.step(actions(1))
+    # hook straight up: it flies, then grabs the ceiling or comes back; the observation shows it
+    seen = set()
+    for _ in range(6):
+        env.step(actions(1, hook=1, aim=-math.pi / 2))
+        seen.add(field(env, "hook_state"))
+    assert seen & {4, 5}, seen
+    env.step(actions(1, hook=0))
+    env.step(actions(1, hook=0))
+    assert field(env, "hook_state") <= 0
+
+
+def test_episode_ends_and_the_server_resets_the_bot():
+    with envs.make("ddnet", 1, config={"servers": 1, "bots_per_server": 1, "episode_seconds": 1.0}) as env:
+        env.reset()
+        ends, spawn_x = [], None
+        for _ in range(120):
+            env.step(actions(1, move=2))
+            if env.active[0] and spawn_x is None:
+                spawn_x = field(env, "x")
+            if env.terminals[0]:
+                ends.append((float(env.truncations[0]), field(env, "x")))
+        assert len(ends) >= 2
+        assert all(trunc == 1.0 for trunc, _ in ends)  # the time limit: a truncation
+        log = env.log()
+        assert log["n"] >= 2 and log["tiles"] > 1 and log["finished"] == 0
+        # after each reset (kill_pl over rcon) the bot starts again at the spawn
+        assert abs(field(env, "x") - spawn_x) < 20 * 32
+
+
+def test_a_killed_server_is_restarted_and_its_bots_come_back(capsys):
+    with envs.make("ddnet", 4, config={"servers": 2, "bots_per_server": 2, "timeout": 1.5}) as env:
+        env.reset()
+        for _ in range(100):
+            env.step(actions(4))
+            if env.active.all():
+                break
+        victim = env.server_pids()[1]
+        os.kill(victim, signal.SIGKILL)
+        truncated = np.zeros(4)
+        for _ in range(60):
+            env.step(actions(4))
+            truncated += env.truncations
+            if env.pool.restarts and (env._state[:, env._F["phase"]] == 5).all() and env.active.all():
+                break
+        assert env.pool.restarts == 1 and env.server_pids()[1] != victim
+        assert truncated[2:].min() >= 1 and truncated[:2].sum() == 0  # only the dead server's bots
+        assert (env._state[:, env._F["phase"]] == 5).all() and env.active.all()
+        assert "exited" in capsys.readouterr().out
+        # a server that stops answering (SIGSTOP) counts as hung after `timeout` seconds
+        os.kill(env.server_pids()[0], signal.SIGSTOP)
+        for _ in range(40):
+            env.step(actions(4))
+            if env.pool.restarts == 2:
+                break
+        assert env.pool.restarts == 2
+        assert "sent nothing for 1.5 s" in capsys.readouterr().out
+
+
+def test_close_leaves_no_process_port_or_folder():
+    env = envs.make("ddnet", 2, config={"servers": 2, "bots_per_server": 1})
+    env.reset()
+    pids, ports, home = env.server_pids(), list(env.pool.ports), Path(env.pool._tmp)
+    assert home.is_dir()
+    env.close()
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    for port in ports:  # free again
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.bind(("127.0.0.1", port))
+    assert not home.exists()
+
+
+def test_missing_server_and_map_are_clear_errors(tmp_path):
+    with pytest.raises(RuntimeError, match=r"DDNet-Server not found at '/nope/DDNet-Server': install DDNet's server: "
+                                           r"sudo apt-get install ddnet-server"):
+        envs.make("ddnet", 1, config={"ddnet_server": "/nope/DDNet-Server"})
+    with pytest.raises(FileNotFoundError, match=r"ddnet_map = 'Nowhere': no such map"):
+        envs.make("ddnet", 1, config={"ddnet_map": "Nowhere"})
+    with pytest.raises(ValueError, match=r"no spawn point reaches a finish tile"):
+        envs.make("ddnet", 1, config={"ddnet_map": "dm1"})
