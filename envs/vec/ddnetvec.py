@@ -484,6 +484,18 @@ class DDNetEnv(EnvBase):
             self._observations[index, 0] else (200, 200, 200)
         return np.repeat(np.repeat(img, 8, axis=0), 8, axis=1)
 
+    def console(self, server, line):
+        """One line to server `server`'s remote console, over its first in-game bot's connection;
+        False when none of its bots is in the game."""
+        for i in np.flatnonzero(self.server_of == server):
+            if self._lib.ddc_rcon(self._client, int(i), line.encode()) == 0:
+                return True
+        return False
+
+    def server_home(self, server):
+        """Server `server`'s storage folder (its demos/, its rank database), removed by close()."""
+        return self.pool.servers[server].home / "data" / "ddnet"
+
     def server_pids(self):
         return self.pool.pids() if self.pool else []
 
