@@ -197,3 +197,35 @@ def test_missing_server_and_map_are_clear_errors(tmp_path):
         envs.make("ddnet", 1, config={"ddnet_map": "Nowhere"})
     with pytest.raises(ValueError, match=r"no spawn point reaches a finish tile"):
         envs.make("ddnet", 1, config={"ddnet_map": "dm1"})
+
+
+def test_freeze_is_seen_and_a_stuck_bot_is_reset():
+    """The bot moved into a block of freeze tiles (the server's test command `move`, run by the bot
+    itself over rcon) is frozen in its observation, penalized, and its episode ends as stuck."""
+    from envs.vec.ddnetvec import STATE
+    cfg = {"servers": 1, "bots_per_server": 1, "stuck_seconds": 1.0,
+           "ddnet_settings": "tune player_collision 0; tune player_hooking 0; sv_test_cmds 1"}
+    with envs.make("ddnet", 1, config=cfg) as env:
+        env.reset()
+        for _ in range(100):
+            env.step(actions(1))
+            if env.active[0]:
+                break
+        # the route's first freeze: the freeze tile on the route (finite distance) nearest the spawn
+        here_x, here_y = field(env, "x") // 32, field(env, "y") // 32
+        fy, fx = np.nonzero(env.map.freeze & np.isfinite(env.dist))
+        k = np.argmin(np.abs(fx - here_x) + np.abs(fy - here_y))
+        x, y = fx[k], fy[k] - 1  # the tile above it: the tee falls in
+        # `move` is relative, in tiles
+        assert env._lib.ddc_rcon(env._client, 0, f"move {x - here_x} {y - here_y}".encode()) == 0
+        frozen, ended = [], None
+        for t in range(30):
+            env.step(actions(1))
+            frozen.append((env.observations[0, STATE.index("frozen")], env.rewards[0]))
+            if env.terminals[0]:
+                ended = t
+                break
+        assert any(f == 1 and r < 0 for f, r in frozen), frozen  # frozen, and the freeze penalty
+        assert ended is not None and env.truncations[0] == 0
+        log = env.log()
+        assert log["stuck"] == 1 and log["frozen_share"] > 0.5 and log["died"] == 0
