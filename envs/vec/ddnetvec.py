@@ -227,7 +227,8 @@ class DDNetEnv(EnvBase):
         self._rewards[:] = 0
         self._terminals[:] = 0
         self._truncations[:] = 0
-        self._supervise()
+        if self._supervise():
+            self._copy_state()  # the restarted servers' bots now read as reconnecting
         self._update()
         self._observe()
 
@@ -304,7 +305,12 @@ class DDNetEnv(EnvBase):
         px, py = (self._prev_xy[:, 0], self._prev_xy[:, 1]) if self._prev_xy is not None else (x, y)
         on_finish = self._on_finish(px, py, x, y)
         for i in range(self.num_agents):
-            if not in_game[i]:
+            if not in_game[i]:  # reconnecting: the server closed the connection, or went away
+                if self.active[i]:
+                    self._terminals[i] = self._truncations[i] = 1
+                    self._log_episode(i, 0, 0, 0)
+                    self.active[i] = False
+                self.kill_tick[i] = self.kill_sent_tick[i] = -1
                 self.last_tick[i] = -1
                 continue
             if not self.active[i]:
@@ -325,7 +331,8 @@ class DDNetEnv(EnvBase):
                 self._terminals[i] = 1
                 self._log_episode(i, 0, 1, 0)
                 self._end(i, kill=False)
-                self.kill_tick[i] = absent[i]
+                self.kill_tick[i] = absent[i]  # the server respawns it by itself
+                self.kill_sent_tick[i] = -1
                 self.last_tick[i] = tick[i]
                 continue
             di = d[i] if np.isfinite(d[i]) else self.prev_d[i]
@@ -409,13 +416,14 @@ class DDNetEnv(EnvBase):
 
     def _supervise(self):
         """Restarts a server that exited or sent nothing for `timeout` seconds; its bots reconnect and
-        their episodes end as truncated."""
+        their episodes end as truncated. Whether any was restarted."""
         now_ms = int(time.monotonic() * 1000) & 0x7fffffff
         recv = self._state[:, self._F["recv_time_ms"]].astype(np.int64)
         age = (now_ms - recv) % (1 << 31)
         connected = self._state[:, self._F["phase"]] >= 1
         dead = set(self.pool.exited())
         timeout_ms = 1000 * float(self.config["timeout"])
+        restarted = False
         for s in range(len(self.pool.servers)):
             mine = self.server_of == s
             if s not in dead and not (connected[mine].any() and (age[mine][connected[mine]] > timeout_ms).all()):
@@ -425,6 +433,7 @@ class DDNetEnv(EnvBase):
             self.faults.append(line)
             print(f"warning: {line}\n  restarting it; its {int(mine.sum())} bots' episodes end as truncated", flush=True)
             self.pool.restart(s)
+            restarted = True
             for i in np.flatnonzero(mine):
                 if self.active[i]:
                     self._terminals[i] = self._truncations[i] = 1
@@ -434,6 +443,7 @@ class DDNetEnv(EnvBase):
                 self.kill_sent_tick[i] = -1
                 self.last_tick[i] = -1
                 self._lib.ddc_reconnect(self._client, int(i))
+        return restarted
 
     # ---- logs ----
 
