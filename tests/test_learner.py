@@ -3,7 +3,7 @@ import pytest
 
 import golden.runs as gr
 from golden.check import assert_close, meta
-from trainer.learner import LearnerConfig, cosine_lr
+from trainer.learner import LearnerConfig, cosine_lr, epoch_lr
 
 
 def slow_if_platformer(cases):
@@ -68,6 +68,17 @@ def test_cosine_lr_per_epoch():
     assert_close("cosine_lr half way", cosine_lr(0.015, 50, 100), 0.0075, "float64")
     assert cosine_lr(0.015, 100, 100) == 0.0
     assert cosine_lr(0.015, 150, 100) == 0.0
+
+
+def test_lr_warmup_scales_the_schedule():
+    t = {"learning_rate": 0.01, "anneal_lr": 1, "min_lr_ratio": 0.0, "lr_warmup": 0.1}
+    # 10 warm-up epochs of 100: epoch e gets (e + 1) / 10 of the cosine's rate
+    assert_close("warm-up epoch 0", epoch_lr(t, 0, 100), 0.001, "float64")
+    assert_close("warm-up epoch 4", epoch_lr(t, 4, 100), 0.5 * cosine_lr(0.01, 4, 100), "float64")
+    assert epoch_lr(t, 9, 100) == cosine_lr(0.01, 9, 100) and epoch_lr(t, 50, 100) == cosine_lr(0.01, 50, 100)
+    flat = {**t, "anneal_lr": 0}
+    assert_close("constant after warm-up", epoch_lr(flat, 3, 100), 0.004, "float64")
+    assert epoch_lr({**t, "lr_warmup": 0.0}, 0, 100) == 0.01  # none: the schedule alone
 
 
 def test_minibatch_rules():

@@ -49,12 +49,45 @@ def test_reads_pufferlib_style_sections(tmp_path):
     ("[sweep]\nmethod = Protein\n", r"Protein is PufferLib's own method"),
     ("[sweep]\nmax_trials = 3\n", r"unknown key \[sweep\] max_trials; valid keys: .*max_runs"),
     ("[sweep]\nsweep_only = nothing_here\n", r"nothing to sweep"),
+    ("[sweep]\neval_episodes = -1\n", r"eval_episodes must be >= 0"),
+    ("[sweep]\nmetric = policy_loss\neval_episodes = 10\n", r"metric = policy_loss is a trainer metric"),
 ])
 def test_bad_sweep_config_is_explained(tmp_path, text, message):
     ini = tmp_path / "bad.ini"
     ini.write_text(text)
     with pytest.raises(sweep.SweepError, match=message):
         sweep.load_sweep("memory", str(ini))
+
+
+def test_reporter_repeats_the_metric_through_epochs_without_episodes(monkeypatch):
+    """Tune needs the metric in every report: before the first episode ends nothing is sent, then an
+    epoch in which none ended repeats the last value."""
+    from ray import tune
+    sent = []
+    monkeypatch.setattr(tune, "report", lambda out: sent.append(out))
+    rep = sweep.TuneReporter(400, "env/perf")
+    rep.log({"global_step": 100, "sps": 5.0})
+    rep.log({"global_step": 200, "env/perf": 0.25})
+    rep.log({"global_step": 300, "sps": 6.0})
+    assert [(r["progress"], r["env/perf"]) for r in sent] == [(50, 0.25), (75, 0.25)] and rep.count == 2
+
+
+def test_evaluation_scores_a_checkpoint_on_another_seed(tmp_path):
+    """[sweep] eval_episodes: the trial's figure is trainer.eval's measure of its checkpoint."""
+    import envs
+    from trainer import checkpoint as ckpt, config as config_mod
+    from trainer.spec import PolicySpec, init_weights
+    from trainer.eval import Evaluator
+    cfg, _ = config_mod.load("memory", {"policy.hidden_size": "16", "policy.num_layers": "1"})
+    with envs.make("memory", 1, num_threads=1) as e:
+        spec = PolicySpec.for_env(e, 16, 1)
+    path = ckpt.save(tmp_path / "0000000000000001.bin", init_weights(spec, 0), spec, "memory", 1)
+    out = sweep.evaluate({"env": "memory", "metric": "env/score", "eval_episodes": 64}, cfg, path, None)
+    assert out["eval/episodes"] == 64 and out["env/score"] == out["eval/score"]
+    want = Evaluator("memory", cfg, str(path), 64, cfg["base"]["seed"] + sweep.EVAL_SEED_OFFSET).measure(64)
+    assert out["eval/score"] == want["score"]  # the same measure, the held-out seed
+    with pytest.raises(sweep.SweepError, match=r"logged no 'nope'"):
+        sweep.evaluate({"env": "memory", "metric": "env/nope", "eval_episodes": 8}, cfg, path, None)
 
 
 def _epochs(log: Path):
