@@ -14,7 +14,9 @@ Distributions: uniform, int_uniform, uniform_pow2 (powers of two in [min, max]),
 [sweep] setting.
 
 Each trial is a normal training run (trainer.run.train) with run_id `<sweep>-<trial>`, its own
-JSONL log, checkpoints and optional loggers, run by Ray Tune: Optuna's TPE (or random) suggests
+JSONL log, checkpoints and optional loggers, run by Ray Tune (with `[sweep] eval_episodes = N`, a
+trial that trains to its end is then scored by trainer.eval's measure of its last checkpoint over N
+episodes on another seed, not by its last epoch): Optuna's TPE (or random) suggests
 the values, the first trial being the config's own values; ASHA stops trials whose metric is
 behind the others' at the same progress (percent of the trial's steps: grace_period, then
 grace_period × reduction_factor, ...). Locally Ray runs one trial per GPU adapter (lavapipe
