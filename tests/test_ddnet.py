@@ -174,6 +174,27 @@ def test_a_killed_server_is_restarted_and_its_bots_come_back(capsys):
         assert "sent nothing for 1.5 s" in capsys.readouterr().out
 
 
+def test_a_map_reload_brings_the_bots_back():
+    """The server's `reload` sends every client the map again and restarts the ticks at 0: the bots
+    join again and their episodes end as truncated, not stranded on the old ticks."""
+    with envs.make("ddnet", 2, config={"servers": 1, "bots_per_server": 2}) as env:
+        env.reset()
+        for _ in range(100):
+            env.step(actions(2))
+            if env.active.all():
+                break
+        old_tick = field(env, "tick")
+        assert env.console(0, "reload")
+        truncated = np.zeros(2)
+        for _ in range(150):
+            env.step(actions(2))
+            truncated += env.truncations
+            if truncated.all() and env.active.all():
+                break
+        assert truncated.all() and env.active.all() and field(env, "tick") < old_tick
+        assert (env._state[:, env._F["snap_errors"]] == 0).all() and env.pool.restarts == 0
+
+
 def test_close_leaves_no_process_port_or_folder():
     env = envs.make("ddnet", 2, config={"servers": 2, "bots_per_server": 1})
     env.reset()

@@ -44,6 +44,7 @@ enum ddc_field {
     DDC_INPUTS_SENT,
     DDC_CONNECTS,     /* connection attempts (a reconnect after a timeout or a server restart adds one) */
     DDC_RECV_TIME_MS, /* milliseconds (mod 2^31) of the latest packet from the server */
+    DDC_MAP_CHANGES,  /* maps the server sent (the join's, then each change or reload: the ticks start over) */
     DDC_ABSENT_TICK,  /* tick of the latest snapshot without our character (-1: none yet): a death or a kill shows here
                          even when the respawn came before the trainer looked */
     DDC_NFIELDS
@@ -167,7 +168,7 @@ static int ddc_unpack_delta(const ddc_snap *from, ddc_snap *to, const int *d, in
     const int *end = d + n;
     if (n < 3) return -1;
     int num_deleted = d[0], num_updates = d[1];
-    if (d[2] != 0 || num_deleted < 0 || num_updates < 0 || 3 + num_deleted > n) return -2;
+    if (d[2] != 0 || num_deleted < 0 || num_updates < 0 || num_deleted > n - 3) return -2;
     const int *deleted = d + 3;
     d += 3 + num_deleted;
     to->num_items = to->num_ints = 0;
@@ -237,6 +238,7 @@ typedef struct {
     int ack_tick;              /* latest decoded snapshot's tick: sent back as acked */
     char name[16];
     int rcon_authed;           /* sent RCON_AUTH on this connection */
+    int lost;                  /* the connection is to be started over (by the network thread) */
 } ddc_bot;
 
 typedef struct {
@@ -295,11 +297,14 @@ static int ddc_chunk_header(uint8_t *p, int flags, int size, int seq) {
 /* one vital message, kept until the server acks it */
 static void ddc_send_vital(ddc_bot *b, const uint8_t *msg, int size) {
     if (size > 256) return;
-    b->seq = (b->seq + 1) % DDC_MAX_SEQ;
-    if (b->num_resend < DDC_RESEND_SLOTS) {
-        ddc_resend *r = &b->resend[b->num_resend++];
-        r->seq = b->seq; r->size = (int16_t)size; memcpy(r->data, msg, size); r->last_send_ms = ddc_now_ms();
+    if (b->num_resend >= DDC_RESEND_SLOTS) {
+        /* the server acks nothing: a message that could not be resent would stall every later one */
+        b->connected = 0; b->connect_ms = 0; b->num_resend = 0; b->lost = 1;
+        return;
     }
+    b->seq = (b->seq + 1) % DDC_MAX_SEQ;
+    ddc_resend *r = &b->resend[b->num_resend++];
+    r->seq = b->seq; r->size = (int16_t)size; memcpy(r->data, msg, size); r->last_send_ms = ddc_now_ms();
     uint8_t c[300]; int h = ddc_chunk_header(c, DDC_CF_VITAL, size, b->seq);
     memcpy(c + h, msg, size);
     ddc_send_packet(b, 0, 1, c, h + size);
@@ -329,14 +334,32 @@ static void ddc_acked(ddc_bot *b, int ack) {
 static uint8_t *ddc_msg_id(uint8_t *p, int id, int sys) { return ddc_pack_int(p, (id << 1) | sys); }
 static uint8_t *ddc_pack_str(uint8_t *p, const char *s) { size_t n = strlen(s) + 1; memcpy(p, s, n); return p + n; }
 
-static void ddc_reset_connection(ddc_env *e, int i) {
+/* the bot's game view starts over (a new connection, or a new map: its ticks restart at 0) */
+static void ddc_forget_snapshots(ddc_env *e, int i) {
     ddc_bot *b = &e->bots[i];
     int32_t *st = e->state + (size_t)i * DDC_NFIELDS;
-    b->connected = 0; b->rcon_authed = 0; b->seq = 0; b->ack = 0; b->peer_ack = 0; b->request_resend = 0; b->num_resend = 0;
-    memset(b->token, 0xff, 4); /* "unknown": the server answers CONNECT+TKEN with its own token */
     b->snap_next = 0; b->ack_tick = -1; b->parts_tick = -1; b->parts_got = 0;
     for (int k = 0; k < DDC_SNAP_KEEP; k++) b->snaps[k].tick = -1;
-    st[DDC_PHASE] = 0; st[DDC_CID] = -1; st[DDC_HAS_CHAR] = 0; st[DDC_DDNET] = 0; st[DDC_TICK] = -1; st[DDC_ABSENT_TICK] = -1;
+    pthread_mutex_lock(&e->tick_lock);
+    st[DDC_HAS_CHAR] = 0; st[DDC_DDNET] = 0; st[DDC_TICK] = -1; st[DDC_ABSENT_TICK] = -1;
+    pthread_cond_broadcast(&e->tick_cond);
+    pthread_mutex_unlock(&e->tick_lock);
+}
+
+/* the state rows are written under tick_lock, which ddc_copy_state takes */
+static void ddc_set_phase(ddc_env *e, int i, int phase) {
+    pthread_mutex_lock(&e->tick_lock);
+    e->state[(size_t)i * DDC_NFIELDS + DDC_PHASE] = phase;
+    if (phase == 0) e->state[(size_t)i * DDC_NFIELDS + DDC_CID] = -1;
+    pthread_mutex_unlock(&e->tick_lock);
+}
+
+static void ddc_reset_connection(ddc_env *e, int i) {
+    ddc_bot *b = &e->bots[i];
+    b->connected = 0; b->rcon_authed = 0; b->seq = 0; b->ack = 0; b->peer_ack = 0; b->request_resend = 0; b->num_resend = 0;
+    memset(b->token, 0xff, 4); /* "unknown": the server answers CONNECT+TKEN with its own token */
+    ddc_set_phase(e, i, 0);
+    ddc_forget_snapshots(e, i);
     b->connect_ms = 0;
 }
 
@@ -471,16 +494,18 @@ static void ddc_on_message(ddc_env *e, int i, const uint8_t *p, const uint8_t *e
     int sys = msg & 1; msg >>= 1;
     uint8_t out[256], *q;
     if (sys && msg == SYS_MAP_CHANGE) { /* the map is read from the same file the server loads */
+        ddc_forget_snapshots(e, i); /* a new map's ticks start at 0 again */
+        pthread_mutex_lock(&e->tick_lock); st[DDC_MAP_CHANGES]++; pthread_mutex_unlock(&e->tick_lock);
         q = ddc_msg_id(out, SYS_READY, 1);
-        ddc_send_vital(b, out, (int)(q - out)); st[DDC_PHASE] = 2;
+        ddc_send_vital(b, out, (int)(q - out)); ddc_set_phase(e, i, 2);
     } else if (sys && msg == SYS_CON_READY) {
         q = ddc_msg_id(out, GAME_CL_STARTINFO, 0);
         q = ddc_pack_str(q, b->name); q = ddc_pack_str(q, "puffgpu"); q = ddc_pack_int(q, -1);
         q = ddc_pack_str(q, "default"); q = ddc_pack_int(q, 0); q = ddc_pack_int(q, 0); q = ddc_pack_int(q, 0);
-        ddc_send_vital(b, out, (int)(q - out)); st[DDC_PHASE] = 3;
+        ddc_send_vital(b, out, (int)(q - out)); ddc_set_phase(e, i, 3);
     } else if (!sys && msg == GAME_SV_READYTOENTER) {
         q = ddc_msg_id(out, SYS_ENTERGAME, 1);
-        ddc_send_vital(b, out, (int)(q - out)); st[DDC_PHASE] = 4;
+        ddc_send_vital(b, out, (int)(q - out)); ddc_set_phase(e, i, 4);
     } else if (sys && (msg == SYS_SNAP || msg == SYS_SNAPSINGLE || msg == SYS_SNAPEMPTY)) {
         int tick, delta, num_parts = 1, part = 0, crc = 0, part_size = 0;
         if (!(p = ddc_unpack_int(p, end, &tick)) || !(p = ddc_unpack_int(p, end, &delta))) return;
@@ -548,7 +573,7 @@ static void ddc_on_packet(ddc_env *e, int i, uint8_t *buf, int size) {
             q = ddc_msg_id(out, SYS_INFO, 1);
             q = ddc_pack_str(q, DDC_VERSION); q = ddc_pack_str(q, "");
             ddc_send_vital(b, out, (int)(q - out));
-            st[DDC_PHASE] = 1;
+            ddc_set_phase(e, i, 1);
         } else if (data[0] == CTRL_CLOSE) {
             ddc_reset_connection(e, i); /* the server closed us (a restart, a kick): reconnect */
         }
@@ -606,6 +631,7 @@ static void *ddc_thread(void *arg) {
         for (int i = 0; i < e->num_bots; i++) {
             ddc_bot *b = &e->bots[i];
             pthread_mutex_lock(&b->lock);
+            if (b->lost) { b->lost = 0; ddc_reset_connection(e, i); }
             if (!b->connected) {
                 if (now - b->connect_ms > 500) ddc_send_connect(e, i);
             } else {
@@ -635,29 +661,38 @@ static ddc_env *ddc_create(int num_bots, const int *server_of, const int *ports,
     e->input = calloc((size_t)num_bots * DDC_INPUT_SIZE, sizeof(int32_t));
     e->scratch = malloc(65536 * 2);
     e->ints = malloc(sizeof(int32_t) * DDC_MAX_INTS);
+    if (!e->bots || !e->state || !e->input || !e->scratch || !e->ints) { num_bots = 0; e->num_bots = 0; }
     memcpy(e->ddnet_char_uuid, ddnet_char_uuid, 16);
     memcpy(e->clientver_uuid, clientver_uuid, 16);
     snprintf(e->rcon_password, sizeof e->rcon_password, "%s", rcon_password);
     pthread_mutex_init(&e->tick_lock, NULL);
-    pthread_cond_init(&e->tick_cond, NULL);
+    pthread_condattr_t ca;  /* timed waits on the monotonic clock: a wall-clock step cannot stretch them */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&e->tick_cond, &ca);
+    pthread_condattr_destroy(&ca);
     for (int i = 0; i < num_bots; i++) {
         ddc_bot *b = &e->bots[i];
         b->fd = socket(AF_INET, SOCK_DGRAM, 0);
         struct sockaddr_in me = {0};
         me.sin_family = AF_INET; me.sin_addr.s_addr = htonl(INADDR_LOOPBACK); me.sin_port = 0;
-        if (b->fd < 0 || bind(b->fd, (struct sockaddr *)&me, sizeof me) < 0) { e->num_bots = i; return e; }
+        if (b->fd < 0 || bind(b->fd, (struct sockaddr *)&me, sizeof me) < 0) {
+            if (b->fd >= 0) close(b->fd);
+            e->num_bots = i; return e;  /* the caller sees fewer bots than asked and destroys it */
+        }
         b->server.sin_family = AF_INET; b->server.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         b->server.sin_port = htons((uint16_t)ports[server_of[i]]);
         b->server_index = server_of[i];
         pthread_mutex_init(&b->lock, NULL);
         b->snaps = malloc(sizeof(ddc_snap) * DDC_SNAP_KEEP);
         b->parts = malloc(DDC_MAX_PARTS * 1024);
+        if (!b->snaps || !b->parts) { close(b->fd); free(b->snaps); free(b->parts); e->num_bots = i; return e; }
         snprintf(b->name, sizeof b->name, "%s%d", name_prefix, i);
         ddc_reset_connection(e, i);
         e->input[(size_t)i * DDC_INPUT_SIZE + 6] = 1; /* PlayerFlags: playing */
     }
-    e->running = 1;
-    pthread_create(&e->thread, NULL, ddc_thread, e);
+    e->running = pthread_create(&e->thread, NULL, ddc_thread, e) == 0;
+    if (!e->running) e->num_bots = 0;
     return e;
 }
 
@@ -714,7 +749,7 @@ static void ddc_reconnect(ddc_env *e, int i) {
 /* waits until every bot in [lo, hi) whose want[i] >= 0 has a snapshot with tick >= want[i], or
  * timeout_ms passes; returns how many are still behind */
 static int ddc_wait_tick(ddc_env *e, int lo, int hi, const int32_t *want, int timeout_ms) {
-    struct timespec until; clock_gettime(CLOCK_REALTIME, &until);
+    struct timespec until; clock_gettime(CLOCK_MONOTONIC, &until);
     int64_t ns = until.tv_nsec + (int64_t)timeout_ms * 1000000;
     until.tv_sec += ns / 1000000000; until.tv_nsec = ns % 1000000000;
     pthread_mutex_lock(&e->tick_lock);

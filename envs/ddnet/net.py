@@ -18,7 +18,7 @@ FIELDS = ("phase cid tick has_char x y vx vy direction jumped hooked_player hook
           "ddnet flags freeze_end jumps jumped_total freeze_start num_others").split()
 OTHERS = 4
 FIELDS += [f"other{k}_{c}" for k in range(OTHERS) for c in ("x", "y", "vx", "vy")]
-FIELDS += "snaps snap_errors inputs_sent connects recv_time_ms absent_tick".split()
+FIELDS += "snaps snap_errors inputs_sent connects recv_time_ms map_changes absent_tick".split()
 F = {name: i for i, name in enumerate(FIELDS)}
 NFIELDS = len(FIELDS)
 INPUT_SIZE = 10

@@ -43,6 +43,32 @@ def free_port(kind=socket.SOCK_DGRAM) -> int:
         return s.getsockname()[1]
 
 
+def bound_udp_ports() -> set:
+    """Local ports of the UDP sockets bound on 127.0.0.1 (Linux: /proc/net/udp)."""
+    ports = set()
+    with open("/proc/net/udp") as f:
+        next(f)
+        for line in f:
+            addr, port = line.split()[1].split(":")
+            if addr == "0100007F":
+                ports.add(int(port, 16))
+    return ports
+
+
+def _pdeathsig():
+    """prctl(PR_SET_PDEATHSIG, SIGKILL) for the child before exec: it dies with the trainer, even when
+    the trainer is SIGKILLed (Linux). Looked up here, in the parent: the forked child only calls it."""
+    import ctypes
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return lambda: prctl(1, signal.SIGKILL)
+
+
+_die_with_parent = _pdeathsig()
+
+
 def find_server(path: str) -> str:
     exe = shutil.which(path) or (path if os.access(path, os.X_OK) else None)
     if exe is None:
@@ -108,23 +134,22 @@ class ServerPool:
         with open(s.log_path, "wb") as out:
             try:
                 s.proc = subprocess.Popen([self.exe, self._config(s)], stdin=subprocess.DEVNULL, stdout=out,
-                                          stderr=subprocess.STDOUT, cwd=s.home, env=env, start_new_session=True)
+                                          stderr=subprocess.STDOUT, cwd=s.home, env=env, start_new_session=True,
+                                          preexec_fn=_die_with_parent)
             except OSError as e:
                 raise DDNetServerError(f"cannot start {self.exe}: {e}; {INSTALL_HINT}") from None
 
     def _attach(self, s: Server):
-        """Waits until the server has bound its port (binding it here then fails)."""
+        """Waits until the server's process has bound its port (read from /proc/net/udp: binding the
+        port here to probe it could take it from the server)."""
         deadline = time.monotonic() + self.timeout
         while True:
             code = s.proc.poll()
             if code is not None:
                 raise DDNetServerError(f"DDNet server {s.index} ({self.map_name}, port {s.port}) exited with code "
                                        f"{code} while starting; its output ends:\n{self.tail(s)}")
-            try:
-                with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-                    probe.bind(("127.0.0.1", s.port))
-            except OSError:
-                return  # bound: the server listens
+            if s.port in bound_udp_ports():
+                return
             if time.monotonic() > deadline:
                 raise DDNetServerError(f"DDNet server {s.index} ({self.map_name}) did not open port {s.port} within "
                                        f"{self.timeout:g} s; its output ends:\n{self.tail(s)}")
@@ -143,13 +168,20 @@ class ServerPool:
         """Indexes of servers whose process has ended."""
         return [s.index for s in self.servers if s.proc is not None and s.proc.poll() is not None]
 
-    def restart(self, index: int):
-        """Kills server `index` (if it still runs) and starts it again on the same port."""
+    def restart(self, index: int, tries: int = 3):
+        """Kills server `index` (if it still runs) and starts it again on the same port (a few tries:
+        a loaded machine may be slow to start one); DDNetServerError when none succeeds."""
         s = self.servers[index]
         self.restarts += 1
-        self._stop(s)
-        self._spawn(s)
-        self._attach(s)
+        for attempt in range(tries):
+            self._stop(s)
+            self._spawn(s)
+            try:
+                self._attach(s)
+                return
+            except DDNetServerError:
+                if attempt == tries - 1:
+                    raise
 
     def _stop(self, s: Server):
         if s.proc is not None and s.proc.poll() is None:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..ddnet.server import DDNetServerError
 from .interface import EnvBase, check_counts
 
 # the bot's own state, in this order, at the start of each observation row
@@ -41,7 +42,9 @@ TILE = 32            # world units per tile
 VEL = 256 * 10.0     # velocities in the snapshot are ×256 units a tick; 10 units a tick is a run
 HOOK_FLYING, HOOK_GRABBED = 4, 5
 DISTANCE_SCALE = 8.0  # tiles: the distance plane is (d(tile) − d(bot)) / this, clipped to [−1, 1]
-RESPAWN_RETRY_TICKS = 100
+JOIN_TIMEOUT_S = 30.0  # a server none of whose bots is in the game this long is restarted
+CLIENT_TIMEOUT_S = 10  # ddnet_client.h starts a connection over after this long without a packet
+RESPAWN_RETRY_TICKS = 160  # DDNet respawns up to 3 s after a death; a kill lost on the way is sent again after this
 
 
 class DDNetEnv(EnvBase):
@@ -51,7 +54,7 @@ class DDNetEnv(EnvBase):
     def __init__(self, source, total_agents, config=None, num_threads=None, seed=0, check_actions=True,
                  num_buffers=1):
         from ..ddnet import mapfile, net
-        from ..ddnet.server import DDNetServerError, ServerPool
+        from ..ddnet.server import ServerPool
         from .interface import merge_config
         from .registry import env_config
         check_counts(total_agents, seed)
@@ -101,9 +104,12 @@ class DDNetEnv(EnvBase):
         self._closed = True
         self.pool = None
         self._client = None
+        if not 0 < float(c["timeout"]) < CLIENT_TIMEOUT_S:
+            raise ValueError(f"[env] timeout = {c['timeout']}: must be in (0, {CLIENT_TIMEOUT_S}) seconds (the client "
+                             f"starts a connection over after {CLIENT_TIMEOUT_S} s of silence)")
         try:
             self.pool = ServerPool(servers, self.map_path, clients=per, server=str(c["ddnet_server"]),
-                                   settings=str(c["ddnet_settings"]), timeout=float(c["timeout"]))
+                                   settings=str(c["ddnet_settings"]))
         except DDNetServerError as e:
             raise RuntimeError(str(e)) from None
         self._closed = False
@@ -128,6 +134,7 @@ class DDNetEnv(EnvBase):
         self._want = np.full(n, -1, np.int32)
         self._want_ptr = ffi.cast("int32_t *", ffi.from_buffer(self._want))
         self._reset_bookkeeping()
+        self._in_game_at = [time.monotonic()] * servers  # when each server last had a bot in the game
         self.decisions = self.missed = 0
         self.faults = []
 
@@ -165,6 +172,7 @@ class DDNetEnv(EnvBase):
         self.prev_d = np.zeros(n, np.float64)
         self.best_d = np.zeros(n, np.float64)
         self.frozen_since = np.full(n, -1, np.int64)
+        self.map_gen = np.zeros(n, np.int64)          # the client's map count when the episode began
         self.frozen_decisions = np.zeros(n, np.int64)
         self.episode_decisions = np.zeros(n, np.int64)
         self.log_sums = np.zeros((n, len(LOG_KEYS)), np.float64)
@@ -218,7 +226,8 @@ class DDNetEnv(EnvBase):
         self.decisions += int(playing.sum())
         self._lib.ddc_send_inputs(self._client, 0, self.num_agents)
         in_game = self._state[:, self._F["phase"]] == 5
-        self._want[:] = np.where(in_game & playing, self.last_tick + self.k, -1)
+        # a bot that heard nothing for a second is not waited for (its server may be hanging)
+        self._want[:] = np.where(in_game & playing & (self._recv_age_ms() < 1000), self.last_tick + self.k, -1)
         if (self._want >= 0).any():
             self._lib.ddc_wait_tick(self._client, 0, self.num_agents, self._want_ptr, int(1000 * self.k / TICK_HZ) + 500)
         else:  # no bot in the game (joining, or its server restarting): keep to the game's pace anyway
@@ -298,6 +307,7 @@ class DDNetEnv(EnvBase):
         has = st[:, F["has_char"]] > 0
         absent = st[:, F["absent_tick"]].astype(np.int64)
         in_game = st[:, F["phase"]] == 5
+        maps = st[:, F["map_changes"]].astype(np.int64)
         frozen = (st[:, F["ddnet"]] > 0) & (st[:, F["freeze_end"]] != 0)
         d = self._distance_at(x, y)
         episode_ticks = int(float(c["episode_seconds"]) * TICK_HZ)
@@ -305,18 +315,21 @@ class DDNetEnv(EnvBase):
         px, py = (self._prev_xy[:, 0], self._prev_xy[:, 1]) if self._prev_xy is not None else (x, y)
         on_finish = self._on_finish(px, py, x, y)
         for i in range(self.num_agents):
-            if not in_game[i]:  # reconnecting: the server closed the connection, or went away
+            if not in_game[i] or (self.active[i] and maps[i] != self.map_gen[i]):
+                # reconnecting (the server closed the connection, or went away), or the server sent
+                # the map again (change_map, reload: its ticks started over): the episode is cut short
                 if self.active[i]:
                     self._terminals[i] = self._truncations[i] = 1
                     self._log_episode(i, 0, 0, 0)
                     self.active[i] = False
                 self.kill_tick[i] = self.kill_sent_tick[i] = -1
-                self.last_tick[i] = -1
+                self.last_tick[i] = -1 if not in_game[i] else tick[i]
                 continue
             if not self.active[i]:
                 # waiting for the (re)spawn that follows a reset or a death
                 if has[i] and absent[i] >= self.kill_tick[i] and tick[i] > self.kill_tick[i] and np.isfinite(d[i]):
                     self.active[i] = True
+                    self.map_gen[i] = maps[i]
                     self.start_tick[i] = tick[i]
                     self.prev_d[i] = self.best_d[i] = d[i]
                     self.frozen_since[i] = -1
@@ -414,25 +427,39 @@ class DDNetEnv(EnvBase):
 
     # ---- servers ----
 
+    def _recv_age_ms(self):
+        now_ms = int(time.monotonic() * 1000) & 0x7fffffff
+        return (now_ms - self._state[:, self._F["recv_time_ms"]].astype(np.int64)) % (1 << 31)
+
     def _supervise(self):
         """Restarts a server that exited or sent nothing for `timeout` seconds; its bots reconnect and
         their episodes end as truncated. Whether any was restarted."""
-        now_ms = int(time.monotonic() * 1000) & 0x7fffffff
-        recv = self._state[:, self._F["recv_time_ms"]].astype(np.int64)
-        age = (now_ms - recv) % (1 << 31)
-        connected = self._state[:, self._F["phase"]] >= 1
+        age = self._recv_age_ms()
+        phase = self._state[:, self._F["phase"]]
+        connected = phase >= 1
         dead = set(self.pool.exited())
         timeout_ms = 1000 * float(self.config["timeout"])
+        now = time.monotonic()
         restarted = False
         for s in range(len(self.pool.servers)):
             mine = self.server_of == s
-            if s not in dead and not (connected[mine].any() and (age[mine][connected[mine]] > timeout_ms).all()):
+            if (phase[mine] == 5).any():
+                self._in_game_at[s] = now
+            silent = connected[mine].any() and (age[mine][connected[mine]] > timeout_ms).all()
+            # none of its bots got into the game for long (a server that binds but never answers)
+            absent = now - self._in_game_at[s] > JOIN_TIMEOUT_S
+            if s not in dead and not silent and not absent:
                 continue
-            why = "exited" if s in dead else f"sent nothing for {self.config['timeout']:g} s"
+            why = ("exited" if s in dead else f"sent nothing for {self.config['timeout']:g} s" if silent else
+                   f"let none of its bots into the game for {JOIN_TIMEOUT_S:g} s")
             line = f"{self.name}: DDNet server {s} (port {self.pool.servers[s].port}) {why}"
             self.faults.append(line)
             print(f"warning: {line}\n  restarting it; its {int(mine.sum())} bots' episodes end as truncated", flush=True)
-            self.pool.restart(s)
+            try:
+                self.pool.restart(s)
+            except DDNetServerError as e:
+                raise RuntimeError(f"{line}, and could not be started again: {e}") from None
+            self._in_game_at[s] = time.monotonic()
             restarted = True
             for i in np.flatnonzero(mine):
                 if self.active[i]:
