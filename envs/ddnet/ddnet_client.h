@@ -691,8 +691,8 @@ static ddc_env *ddc_create(int num_bots, const int *server_of, const int *ports,
         ddc_reset_connection(e, i);
         e->input[(size_t)i * DDC_INPUT_SIZE + 6] = 1; /* PlayerFlags: playing */
     }
-    e->running = pthread_create(&e->thread, NULL, ddc_thread, e) == 0;
-    if (!e->running) e->num_bots = 0;
+    e->running = 1;  /* before the thread starts: it loops while this is set */
+    if (pthread_create(&e->thread, NULL, ddc_thread, e) != 0) { e->running = 0; e->num_bots = 0; }
     return e;
 }
 
