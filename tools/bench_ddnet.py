@@ -22,7 +22,7 @@ import envs  # noqa: E402
 
 def cpu_seconds(pid: int) -> float:
     """utime + stime of a process (Linux /proc)."""
-    with open(f"/proc/{pid}/stat") as f:
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 

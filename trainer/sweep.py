@@ -522,34 +522,23 @@ def resumable_asha(state_path: Path, **kw):
     class ResumableASHA(ASHAScheduler):
         def __init__(self, path: str, **kw):
             super().__init__(**kw)
-            self._state_path, self._loaded, self._stopped = path, False, set()
+            self._state_path, self._loaded = path, False
 
         def on_trial_result(self, tune_controller, trial, result):
             if not self._loaded:
                 self._loaded = True
-                saved = read_asha_state(Path(self._state_path))
-                for bracket, rungs in zip(self._brackets, saved["rungs"]):
-                    for (milestone, recorded), (m, rec) in zip(bracket._rungs, rungs):
-                        if milestone == m:
-                            recorded.update({k: v for k, v in rec.items() if k not in recorded})
-                self._stopped = set(saved["stopped"])
+                if os.path.exists(self._state_path):
+                    saved = json.loads(Path(self._state_path).read_text(encoding="utf-8"))
+                    for bracket, rungs in zip(self._brackets, saved):
+                        for (milestone, recorded), (m, rec) in zip(bracket._rungs, rungs):
+                            if milestone == m:
+                                recorded.update({k: v for k, v in rec.items() if k not in recorded})
             decision = super().on_trial_result(tune_controller, trial, result)
-            if decision == self.STOP:
-                self._stopped.add(trial.trial_id)
-            state = {"rungs": [[(m, dict(rec)) for m, rec in b._rungs] for b in self._brackets],
-                     "stopped": sorted(self._stopped)}  # which trials ASHA ended (not Ctrl-C): the table says so
+            state = [[(m, dict(rec)) for m, rec in b._rungs] for b in self._brackets]
             atomic_write(Path(self._state_path), json.dumps(state))
             return decision
 
     return ResumableASHA(str(state_path), **kw)
-
-
-def read_asha_state(path: Path) -> dict:
-    """{"rungs": [...], "stopped": [trial ids]} as resumable_asha saved it (a bare list: rungs alone)."""
-    if not path.exists():
-        return {"rungs": [], "stopped": []}
-    saved = json.loads(path.read_text(encoding="utf-8"))
-    return {"rungs": saved, "stopped": []} if isinstance(saved, list) else saved
 
 
 def run_sweep(sw: Sweep, name: str, storage: Path, address: str | None = None) -> dict:
@@ -607,8 +596,7 @@ def run_sweep(sw: Sweep, name: str, storage: Path, address: str | None = None) -
 # --------------------------------------------------------------------------------------------
 # results: one table, best first, and the metric against each swept key
 
-def trial_rows(sw: Sweep, name: str, trials, stopped=None) -> list[dict]:
-    """One row per trial; `stopped`: the ids ASHA ended (None: every early end counts as ASHA's)."""
+def trial_rows(sw: Sweep, name: str, trials) -> list[dict]:
     rows = []
     cost = sw.settings["max_suggestion_cost"]
     for t in trials:
@@ -621,10 +609,8 @@ def trial_rows(sw: Sweep, name: str, trials, stopped=None) -> list[dict]:
             status = f"done, eval {int(r['eval/episodes'])} episodes" if "eval/episodes" in r else "done"
         elif r.get("time_total_s", 0) >= cost:
             status = f"stopped at {r.get('progress', 0)}%: budget {fmt_time(cost)}"
-        elif stopped is None or t.trial_id in stopped:
+        else:  # ASHA's, or (in an interrupted sweep's table) the Ctrl-C's: a resume runs that one again
             status = f"stopped early by ASHA at {r.get('progress', 0)}%"
-        else:
-            status = "interrupted"  # ended by Ctrl-C: a resume runs it again
         value = r.get(sw.metric)
         rows.append({"run_id": f"{name}-{t.trial_id}", "status": status,
                      "metric": float(value) if value is not None else float("nan"),
@@ -720,9 +706,9 @@ def main(argv: list[str] | None = None) -> int:
         if "ray" in sys.modules:
             import ray
             ray.shutdown()
-    exp_dir = Path(res["dir"])
-    rows = trial_rows(sw, name, res["trials"], set(read_asha_state(exp_dir / "asha_rungs.json")["stopped"]))
+    rows = trial_rows(sw, name, res["trials"])
     text = table(sw, rows)
+    exp_dir = Path(res["dir"])
     if res["interrupted"]:
         print(text)
         print(f"sweep {name} interrupted after {sum(not w['status'] == 'interrupted' for w in rows)} finished trials; "

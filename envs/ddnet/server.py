@@ -46,7 +46,7 @@ def free_port(kind=socket.SOCK_DGRAM) -> int:
 def bound_udp_ports() -> set:
     """Local ports of the UDP sockets bound on 127.0.0.1 (Linux: /proc/net/udp)."""
     ports = set()
-    with open("/proc/net/udp") as f:
+    with open("/proc/net/udp", encoding="ascii") as f:
         next(f)
         for line in f:
             addr, port = line.split()[1].split(":")
