@@ -137,6 +137,9 @@ def test_tiny_sweep_on_memory_resumes_after_ctrl_c(tmp_path):
     assert bad and all(r[2] == "stopped early by ASHA at 50%" and r[4] == "163,840" for r in bad), summary
     assert summary in res.stdout
     assert (logs / "memory" / "sweeps" / run.rsplit("-", 1)[0] / "sweep.png").is_file()
+    # --report runs nothing: the same table from Tune's saved state
+    rep = subprocess.run(cmd + ["--report"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert rep.returncode == 0 and summary in rep.stdout and "started" not in rep.stdout, rep.stdout + rep.stderr
     # each trial is a normal run with its own log and checkpoints
     heads, epochs = _epochs(logs / "memory" / f"{run}.jsonl")
     assert len(heads) == 1 and epochs == list(range(1, 81))

@@ -593,6 +593,21 @@ def run_sweep(sw: Sweep, name: str, storage: Path, address: str | None = None) -
     return {"grid": grid, "trials": trials, "interrupted": interrupted, "dir": exp_dir}
 
 
+def report_only(sw: Sweep, name: str, storage: Path) -> dict:
+    """The trials of a sweep that ran before (finished or interrupted), read from Tune's experiment
+    state without starting anything."""
+    exp_dir = storage / name
+    if not exp_dir.is_dir():
+        raise SweepError(f"no sweep {name} in {storage}: run it first (without --report)")
+    try:
+        from ray.tune import ExperimentAnalysis
+    except ImportError as e:
+        raise SweepError(f"trainer.sweep --report needs Ray Tune ({e}): pip install 'puffgpu[sweep]'") from None
+    trials = ExperimentAnalysis(str(exp_dir)).trials
+    finished = [t for t in trials if t.status in ("TERMINATED", "ERROR")]
+    return {"trials": trials, "interrupted": len(finished) < sw.settings["max_runs"], "dir": exp_dir}
+
+
 # --------------------------------------------------------------------------------------------
 # results: one table, best first, and the metric against each swept key
 
@@ -642,11 +657,15 @@ def plot_sweep(sw: Sweep, rows: list[dict], out: Path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     n = len(sw.params)
+    cols = min(n, 4)  # a grid, 4 panels wide: a campaign over many keys stays readable
+    grid = -(-n // cols)
     rc = {"font.size": 8, "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.25}
     with plt.rc_context(rc):
-        fig, axes = plt.subplots(1, n, figsize=(max(4.0, 3.2 * n), 3.0), dpi=150, squeeze=False)
+        fig, axes = plt.subplots(grid, cols, figsize=(max(4.0, 3.2 * cols), 0.4 + 2.8 * grid), dpi=150, squeeze=False)
+        for ax in axes.flat[n:]:
+            ax.set_visible(False)
         ok = [w for w in rows if not math.isnan(w["metric"])]
-        for ax, p in zip(axes[0], sw.params):
+        for ax, p in zip(axes.flat, sw.params):
             for kind, color, marker in (("done", "#1f77b4", "o"), ("stopped", "#ff7f0e", "v")):
                 pts = [(w["values"][p.name], w["metric"]) for w in ok if w["status"].startswith(kind)]
                 if pts:
@@ -667,7 +686,7 @@ def plot_sweep(sw: Sweep, rows: list[dict], out: Path):
                         p.max * (1.25 if p.log_scale() and p.distribution != "logit_normal" else 1))
             ax.set_xlabel(f"{p.name} ({p.distribution})")
             ax.set_ylabel(sw.metric)
-        axes[0][0].legend(loc="best", frameon=False, fontsize=7)
+        axes.flat[0].legend(loc="best", frameon=False, fontsize=7)
         fig.suptitle(f"sweep {out.parent.name}\n{sw.metric} at each trial's end", x=0.01, ha="left", fontsize=8,
                      fontweight="bold")
         fig.tight_layout()
@@ -687,6 +706,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--address", help="an existing Ray cluster's head, host:port (default: a local Ray)")
     ap.add_argument("--name", help="sweep name (default: <env>-<hash of the sweep config>; the same name resumes)")
     ap.add_argument("--storage", help="folder of sweeps (default: <log_dir>/<env>/sweeps)")
+    ap.add_argument("--report", action="store_true",
+                    help="run nothing: write the table and plot of the sweep's trials so far (an interrupted one too)")
     args, rest = ap.parse_known_args(argv)
     from .gpu import GPUError
     try:
@@ -698,7 +719,7 @@ def main(argv: list[str] | None = None) -> int:
         name = args.name or sweep_name(sw)
         storage = Path(args.storage).resolve() if args.storage else Path(sw.cfg["base"]["log_dir"]) / sw.env_name / "sweeps"
         storage.mkdir(parents=True, exist_ok=True)
-        res = run_sweep(sw, name, storage, args.address)
+        res = report_only(sw, name, storage) if args.report else run_sweep(sw, name, storage, args.address)
     except (SweepError, config_mod.ConfigError, GPUError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -709,13 +730,15 @@ def main(argv: list[str] | None = None) -> int:
     rows = trial_rows(sw, name, res["trials"])
     text = table(sw, rows)
     exp_dir = Path(res["dir"])
-    if res["interrupted"]:
+    done = sum(not w['status'] == 'interrupted' for w in rows)
+    if res["interrupted"] and not args.report:
         print(text)
-        print(f"sweep {name} interrupted after {sum(not w['status'] == 'interrupted' for w in rows)} finished trials; "
-              f"run the same command again to resume it", flush=True)
+        print(f"sweep {name} interrupted after {done} finished trials; run the same command again to resume it "
+              f"(or add --report for its table and plot so far)", flush=True)
         return 130
-    summary = (f"sweep {name}: {len(rows)} trials of {sw.env_name}; {sw.metric} ({sw.settings['goal']}) at each "
-               f"trial's end, best first\n\n{text}\n")
+    part = f" (interrupted: {done} of {sw.settings['max_runs']} trials finished)" if res["interrupted"] else ""
+    summary = (f"sweep {name}: {len(rows)} trials of {sw.env_name}{part}; {sw.metric} ({sw.settings['goal']}) at "
+               f"each trial's end, best first\n\n{text}\n")
     atomic_write(exp_dir / "summary.md", summary)
     png = plot_sweep(sw, rows, exp_dir / "sweep.png")
     print(summary)
