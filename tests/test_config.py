@@ -7,8 +7,9 @@ from trainer.run import main
 
 def test_layering_env_ini_then_flags():
     cfg, _ = config.load("platformer")
-    assert cfg["base"]["seed"] == 73 and cfg["train"]["learning_rate"] == 0.015  # PufferLib defaults
-    assert cfg["vec"]["total_agents"] == 1024 and cfg["train"]["total_timesteps"] == 20_000_000  # platformer.ini
+    assert cfg["base"]["seed"] == 73 and cfg["train"]["vf_coef"] == 2.0  # PufferLib defaults
+    assert cfg["vec"]["total_agents"] == 256 and cfg["train"]["total_timesteps"] == 3_000_000  # platformer.ini
+    assert cfg["train"]["learning_rate"] == 0.008  # platformer.ini's, over default.ini's 0.015
     assert cfg["env"]["frameskip"] == 2
     cfg, _ = config.load("platformer", {"train.learning-rate": "0.01", "train.horizon": "32", "seed": "5",
                                         "env.frameskip": "3", "base.load_model_path": "latest"})
