@@ -438,8 +438,11 @@ def test_an_attached_server_killed_and_started_again_costs_only_truncated_episod
         _stop(first, second, block=name)
 
 
+# Like trainer.run, the child handles Ctrl-C whatever it inherited: a test run started as a background
+# job of a script (`pytest &`) has SIGINT ignored, and a child would inherit that.
 _ATTACHED_TRAINER = """
-import sys, time
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path.insert(0, {root!r})
 import envs
 env = envs.make({ini!r}, 8)
