@@ -25,12 +25,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from trainer.util.logs import log_tail
+
 DEFAULT_SERVER = "/usr/games/DDNet-Server"
 DEFAULT_MAPS = Path("/usr/share/games/ddnet/data/maps")
 INSTALL_HINT = ("install DDNet's server: sudo apt-get install ddnet-server (Debian 12+/Ubuntu 22.04+), or give "
                 "[env] server = /path/to/DDNet-Server")
 START_TIMEOUT = 15.0
-TAIL_BYTES = 2000
 
 
 class DDNetServerError(RuntimeError):
@@ -147,22 +148,13 @@ class ServerPool:
             code = s.proc.poll()
             if code is not None:
                 raise DDNetServerError(f"DDNet server {s.index} ({self.map_name}, port {s.port}) exited with code "
-                                       f"{code} while starting; its output ends:\n{self.tail(s)}")
+                                       f"{code} while starting; its output ends:\n{log_tail(s.log_path)}")
             if s.port in bound_udp_ports():
                 return
             if time.monotonic() > deadline:
                 raise DDNetServerError(f"DDNet server {s.index} ({self.map_name}) did not open port {s.port} within "
-                                       f"{self.timeout:g} s; its output ends:\n{self.tail(s)}")
+                                       f"{self.timeout:g} s; its output ends:\n{log_tail(s.log_path)}")
             time.sleep(0.05)
-
-    def tail(self, s: Server) -> str:
-        try:
-            with open(s.log_path, "rb") as f:
-                f.seek(0, 2)
-                f.seek(max(0, f.tell() - TAIL_BYTES))
-                return f.read().decode("utf-8", "replace").strip()
-        except OSError:
-            return ""
 
     def exited(self) -> list:
         """Indexes of servers whose process has ended."""

@@ -48,6 +48,8 @@ from pathlib import Path
 
 import numpy as np
 
+from trainer.util.logs import log_tail
+
 from ..build import ENVS_DIR, EnvError, build_executable
 from ..shm import (CMD_LOAD, CMD_QUIT, CMD_RESET, CMD_SAVE, CMD_STEP, OK, PATH_LEN, UNSUPPORTED, Block, ProtocolError,
                    check_supported, native, pid_alive, shm_exists, shm_unlink)
@@ -60,7 +62,6 @@ LONG_SPIN, SHORT_SPIN = 20000, 100
 SERVER_KEYS = {"command", "build", "attach", "processes", "timeout", "reattach", "isolate"}
 ISOLATE_SOURCE = ENVS_DIR / "shm" / "isolate_server.c"
 MAX_RESTARTS_IN_A_ROW = 3
-TAIL_BYTES = 2000
 SLICE_NS = 50_000_000  # the trainer checks that its servers live this often while waiting
 STARTUP_S = 5.0  # a launched server has max(timeout, this) to create its block (an attached one: timeout)
 
@@ -246,22 +247,11 @@ class ShmVecEnv(EnvBase):
                 raise ServerError(f"{self.name}: cannot start server {s.index}: {shlex.join(argv)}: {e}") from None
         s.argv = argv
 
-    def _tail(self, s):
-        if s.log_path is None:
-            return ""
-        try:
-            with open(s.log_path, "rb") as f:
-                f.seek(0, 2)
-                f.seek(max(0, f.tell() - TAIL_BYTES))
-                return f.read().decode("utf-8", "replace").strip()
-        except OSError:
-            return ""
-
     def _describe(self, s):
         if s.proc is None:
             return f"attached server {s.index} (block {s.name})"
         code = s.proc.poll()
-        tail = self._tail(s)
+        tail = log_tail(s.log_path)
         return (f"server {s.index} (pid {s.proc.pid}, block {s.name}): {_exit_text(code)}"
                 + ("; its output ends:\n    " + "\n    ".join(tail.splitlines()[-15:]) if tail else "; no output"))
 
