@@ -11,7 +11,7 @@ vecenv), envs/js/ the JavaScript engine, envs/shm/ the shared-memory protocol, e
 example envs. `python -m envs.play platformer` plays an env yourself.
 """
 
-from trainer.util.ini import read_ini
+from puffbase.ini import read_ini
 
 from .build import EnvError
 from .vec.backends import make

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from .vec.goexplore import ArchiveError, fingerprint, latest_archive, read_archive, replay, route_from_archive, write_route
-from trainer.util.console import safe_console
+from puffbase.console import safe_console
 
 from .vec.backends import make
 from .vec.registry import env_config
@@ -60,7 +60,7 @@ def cmd_show(args):
 
 
 def cmd_export(args):
-    from trainer.util.image import write_gif
+    from puffbase.image import write_gif
     path = latest_archive(args.checkpoint_dir, args.env) if args.archive == "latest" else Path(args.archive)
     archive = read_archive(path)
     config = env_config(args.env)

@@ -43,8 +43,8 @@ from pathlib import Path
 
 import cffi
 
-from trainer.util.atomic import atomic_write
-from trainer.util.cache import cache_root
+from puffbase.atomic import atomic_write
+from puffbase.cache import cache_root
 
 ENVS_DIR = Path(__file__).resolve().parent
 C_DIR = ENVS_DIR / "c"  # the C runtime: pufferenv.h, ini.h, raylib.h, vecenv.c, goexplore.h, ...

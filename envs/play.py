@@ -28,8 +28,8 @@ import time
 
 import numpy as np
 
-from trainer.util.console import safe_console
-from trainer.util.image import write_gif, write_png
+from puffbase.console import safe_console
+from puffbase.image import write_gif, write_png
 
 from .vec import registry
 

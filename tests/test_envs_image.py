@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import envs
-from trainer.util.image import encode_gif, encode_png, lzw_encode, write_gif, write_png
+from puffbase.image import encode_gif, encode_png, lzw_encode, write_gif, write_png
 
 Image = pytest.importorskip("PIL.Image", reason="pillow (a dev dependency) decodes the images")
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from envs import build
-from trainer.util.cache import cache_root
-from trainer.util.console import safe_console
+from puffbase.cache import cache_root
+from puffbase.console import safe_console
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,7 +44,7 @@ def test_training_under_an_ascii_locale_with_stdout_piped(tmp_path):
 
 
 def test_safe_console_replaces_what_the_stream_cannot_encode(tmp_path):
-    code = ("import sys; from trainer.util.console import safe_console; safe_console(); "
+    code = ("import sys; from puffbase.console import safe_console; safe_console(); "
             r"print('a \u2192 b \u00d7 c'); print('\u2265', file=sys.stderr)")
     res = subprocess.run([sys.executable, "-c", code], env=_ascii_env(), capture_output=True, timeout=60)
     assert res.returncode == 0, res.stderr
@@ -91,7 +91,7 @@ def test_text_files_are_read_and_written_as_utf8():
     written on Linux must read back on Windows, whose default is a code page)."""
     import re
     bad = []
-    for pkg in ("trainer", "envs", "tools", "golden"):
+    for pkg in ("puffbase", "trainer", "envs", "tools", "golden"):
         for path in sorted((ROOT / pkg).rglob("*.py")):
             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
                 if re.search(r"\.(read_text|write_text)\(|(?<![\w.])open\(", line) and "encoding=" not in line \

@@ -27,7 +27,7 @@ import numpy as np
 from trainer.kernels import conv, matmul
 from trainer.gpu import GPUError, get_gpu
 from trainer.autotune import attach
-from trainer.util.console import safe_console
+from puffbase.console import safe_console
 
 # (label, launcher, M, N, K): M×N output, K reduced. Row strides are padded to a multiple of 4
 # (as the trainer pads observation rows), so the vec4 kernels apply wherever the weights allow.

@@ -20,7 +20,7 @@ from trainer.learner import Learner
 from trainer.autotune import attach
 from trainer.policy import Policy, Rollout
 from trainer.spec import PolicySpec
-from trainer.util.console import safe_console
+from puffbase.console import safe_console
 
 
 def matmul_gflops(gpu, reps=10):

@@ -17,7 +17,7 @@ from trainer.kernels import TR_WIDTH
 from trainer.autotune import attach
 from trainer.policy import Activations, Policy, Rollout, RolloutStep, policy_backward, policy_forward
 from trainer.spec import PolicySpec
-from trainer.util.console import safe_console
+from puffbase.console import safe_console
 
 
 def best_of(fn, n=3):

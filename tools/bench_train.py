@@ -42,7 +42,7 @@ import numpy as np  # noqa: E402
 import envs  # noqa: E402
 from trainer import config, distributed  # noqa: E402
 from trainer.run import train  # noqa: E402
-from trainer.util.console import safe_console  # noqa: E402
+from puffbase.console import safe_console  # noqa: E402
 
 
 def env_cost_us(env_name, cfg, agents=64, steps=100):

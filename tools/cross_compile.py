@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import envs  # noqa: E402
 from envs import build  # noqa: E402
 from envs.js import engine  # noqa: E402
-from trainer.util.console import safe_console  # noqa: E402
+from puffbase.console import safe_console  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MINGW = "x86_64-w64-mingw32-gcc"

@@ -23,7 +23,7 @@ from trainer.learner import Learner  # noqa: E402
 from trainer.policy import Policy, Rollout, RolloutStep  # noqa: E402
 from trainer.spec import PolicySpec  # noqa: E402
 from trainer.autotune import GpuRule, attach, using  # noqa: E402
-from trainer.util.console import safe_console  # noqa: E402
+from puffbase.console import safe_console  # noqa: E402
 
 HEAVY_DEFINITION = (f"heavy = work >= {HEAVY_WORK:,} operations (multiply-adds of a matmul; state updates "
                     f"or elements read/written by the other kernels); a heavy dispatch is flagged with fewer than "

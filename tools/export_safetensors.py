@@ -20,10 +20,10 @@ from pathlib import Path
 from safetensors.numpy import save_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from trainer.util.atomic import atomic_write  # noqa: E402
+from puffbase.atomic import atomic_write  # noqa: E402
 from trainer.checkpoint import CheckpointError, load, read_sidecar  # noqa: E402
 from trainer.spec import PolicySpec, unflatten  # noqa: E402
-from trainer.util.console import safe_console  # noqa: E402
+from puffbase.console import safe_console  # noqa: E402
 
 EXPORT_NAMES = {"logstd": "decoder.logstd"}  # PufferLib keeps logstd with the decoder's weights
 

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tools")]  # trainer and golden (the checkout), bench_kernels
 
 import numpy as np  # noqa: E402
-from trainer.util.console import safe_console  # noqa: E402
+from puffbase.console import safe_console  # noqa: E402
 
 RELEVANT_FEATURES = ("subgroup", "timestamp-query", "shader-f16")
 

@@ -2,11 +2,11 @@
 
     python tools/import_graph.py            # prints the layers and any problem; exit 1 if there is one
 
-Reads every module of trainer/, envs/, golden/ and tools/ with `ast` (nothing is imported), so it
+Reads every module of puffbase/, trainer/, envs/, golden/ and tools/ with `ast` (nothing is imported), so it
 counts imports inside functions too. The layers, bottom to top, and what each may import from
 the project:
 
-    util      trainer.util.*                    (nothing: atomic writes, ini, console, images, cache folder)
+    util      puffbase.*                    (nothing: atomic writes, ini, console, images, cache folder)
     build     envs.build                        (util: the one compile-and-cache path for all C)
     env parts envs.shm (the protocol), envs.js (the JS engine)   (build, util)
     env runtime  envs.vec.* (registry, interface, backends, Go-Explore), the envs package  (env parts, ...)
@@ -27,9 +27,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("trainer", "envs", "golden", "tools")
+PACKAGES = ("puffbase", "trainer", "envs", "golden", "tools")
 LAYERS = {  # module (or package prefix) -> layer number
-    "trainer.util": 0, "envs.build": 1, "envs.shm": 2, "envs.js": 2, "envs": 3, "envs.vec": 3,
+    "puffbase": 0, "envs.build": 1, "envs.shm": 2, "envs.js": 2, "envs": 3, "envs.vec": 3,
     "trainer.spec": 4, "trainer.metrics": 4, "trainer.config": 4, "trainer.checkpoint": 4, "trainer.distributed": 4,
     "trainer.gpu": 5, "trainer.kernels": 6, "trainer.policy": 7, "trainer.learner": 7, "trainer.autotune": 8,
     # programs (wgpu draws the viewer's window; the browser page serves a game), not library code

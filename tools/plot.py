@@ -22,7 +22,7 @@ import json
 import math
 import sys
 from pathlib import Path
-from trainer.util.console import safe_console
+from puffbase.console import safe_console
 
 # panels after the env/* ones: (title, [metric keys drawn in it], y label)
 TRAIN_PANELS = [

@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from trainer.util.cache import cache_root  # noqa: E402
+from puffbase.cache import cache_root  # noqa: E402
 from trainer.gpu import ShaderFile  # noqa: E402
 
 DAWN_PACKAGE = "webgpu@0.6.2"

@@ -18,7 +18,7 @@ grid, so that a hopeless one never runs in full.
 `GpuRule` is the other chooser: every answer the family's static GPU rule (no timing, no cache, no
 pins), which tools/dispatch_report.py installs to check the shapes a real GPU would run.
 
-Cache: one JSON file per adapter under cache_root()/tune (trainer/util/cache.py: $PUFFGPU_CACHE, else the OS cache folder), named by
+Cache: one JSON file per adapter under cache_root()/tune (puffbase/cache.py: $PUFFGPU_CACHE, else the OS cache folder), named by
 a hash of the adapter's name, backend, driver, vendor/device ids and the enabled optional features;
 inside, "schema" and "kernels" (a hash of the shader sources and the variant tables) must match or the
 file is ignored with a warning, as is a file that does not parse. Entries map a shape key to the
@@ -36,8 +36,8 @@ import re
 import sys
 import time
 
-from trainer.util.atomic import atomic_write
-from trainer.util.cache import cache_root
+from puffbase.atomic import atomic_write
+from puffbase.cache import cache_root
 
 from .gpu import SHADER_DIR, GPUError, Plan
 from .kernels import Choice, Family

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from trainer.util.atomic import atomic_write
+from puffbase.atomic import atomic_write
 
 from .spec import PolicySpec
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import envs
 from envs.vec.registry import JS_GAME_INI
-from trainer.util.ini import IniError, parse_value, read_ini_described, unquote
+from puffbase.ini import IniError, parse_value, read_ini_described, unquote
 
 
 DEFAULT_INI = Path(__file__).resolve().parent / "default.ini"

@@ -28,7 +28,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import numpy as np  # noqa: E402
 
 import envs  # noqa: E402
-from trainer.util.image import write_gif  # noqa: E402
+from puffbase.image import write_gif  # noqa: E402
 from envs.vec.interface import PICTURE_KEYS  # noqa: E402
 
 from . import checkpoint as ckpt  # noqa: E402
@@ -37,7 +37,7 @@ from .gpu import GPUError, get_gpu  # noqa: E402
 from .policy import Policy, Rollout, RolloutStep  # noqa: E402
 from .spec import PolicySpec  # noqa: E402
 from .autotune import attach  # noqa: E402
-from trainer.util.console import safe_console  # noqa: E402
+from puffbase.console import safe_console  # noqa: E402
 
 
 class Evaluator:

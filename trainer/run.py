@@ -32,7 +32,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import envs  # noqa: E402
 from envs.vec.interface import spread_seed  # noqa: E402
-from trainer.util.console import safe_console  # noqa: E402
+from puffbase.console import safe_console  # noqa: E402
 
 from . import checkpoint as ckpt  # noqa: E402
 from . import config as config_mod  # noqa: E402

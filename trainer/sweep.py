@@ -42,13 +42,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainer.util.atomic import atomic_write
+from puffbase.atomic import atomic_write
 
 from . import config as config_mod
 from .distributed import World
 from .metrics import LOSSES, RUN
 from .dashboard import fmt_time
-from trainer.util.console import safe_console
+from puffbase.console import safe_console
 
 DISTRIBUTIONS = ("uniform", "int_uniform", "uniform_pow2", "log_normal", "logit_normal")
 METHODS = ("tpe", "random")

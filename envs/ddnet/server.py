@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from trainer.util.logs import log_tail
+from puffbase.logs import log_tail
 
 DEFAULT_SERVER = "/usr/games/DDNet-Server"
 DEFAULT_MAPS = Path("/usr/share/games/ddnet/data/maps")

@@ -76,7 +76,7 @@ def serve(game, port=8765, seed=0, record=None, script=None, open_browser=True, 
             if self.path.split("?")[0] != "/recording":
                 return self._send(404, b"not found", "text/plain")
             data = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))).decode("utf-8"))
-            from trainer.util.atomic import atomic_write
+            from puffbase.atomic import atomic_write
             atomic_write(record, json.dumps(data, indent=1))
             saved["path"] = record
             self._send(200, f"recording saved to {record}".encode(), "text/plain; charset=utf-8")

@@ -20,7 +20,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from trainer.util.cache import cache_root
+from puffbase.cache import cache_root
 
 from ..build import EnvError, build_object, compiler, toolchain
 from .engine_patches import PATCHES

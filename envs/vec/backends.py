@@ -1,7 +1,7 @@
 """envs.make: the env's kind (registry.resolve) picks its backend."""
 from __future__ import annotations
 
-from trainer.util.ini import parse_value
+from puffbase.ini import parse_value
 
 from ..build import load_module
 from .cvec import GoExploreVecEnv, VecEnv

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from trainer.util.atomic import atomic_write
+from puffbase.atomic import atomic_write
 
 # vec_ge_info's figures, in order
 INFO_NAMES = ("cells", "progress", "goal_steps", "dropped", "pending_dropped", "improved", "syncs",

@@ -12,7 +12,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from trainer.util.ini import parse_value
+from puffbase.ini import parse_value
 
 # The [env] keys that declare a picture, in env.picture's order.
 PICTURE_KEYS = ("picture_height", "picture_width", "picture_channels")

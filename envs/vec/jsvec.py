@@ -30,8 +30,8 @@ the .ini beside the game, else the defaults below:
 
 import numpy as np
 
-from trainer.util.atomic import atomic_write
-from trainer.util.cache import cache_root
+from puffbase.atomic import atomic_write
+from puffbase.cache import cache_root
 
 from ..build import ENVS_DIR, EnvError, ModuleExtras, c_string, load_module
 from ..js import engine

@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainer.util.ini import read_ini
+from puffbase.ini import read_ini
 
 from ..build import ENVS_DIR
 

@@ -48,7 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
-from trainer.util.logs import log_tail
+from puffbase.logs import log_tail
 
 from ..build import ENVS_DIR, EnvError, build_executable
 from ..shm import (CMD_LOAD, CMD_QUIT, CMD_RESET, CMD_SAVE, CMD_STEP, OK, PATH_LEN, UNSUPPORTED, Block, ProtocolError,
