@@ -13,7 +13,7 @@ example envs. `python -m envs.play platformer` plays an env yourself.
 
 from puffbase.ini import read_ini
 
-from .build import EnvError
+from .errors import EnvError
 from .vec.backends import make
 from .vec.cvec import VecEnv
 from .vec.interface import Env

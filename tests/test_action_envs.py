@@ -141,7 +141,7 @@ void puf_log(Log* log, Dict* out) { dict_set(out, "perf", log->perf); dict_set(o
 
 def test_bad_act_sizes_are_refused(tmp_path):
     """ACT_SIZES with fewer/more entries than NUM_ATNS fails the build; a head of size 0 is refused."""
-    from envs.build import EnvBuildError
+    from envs.errors import EnvBuildError
     for sizes, err, match in (("{3}", EnvBuildError, "ACT_SIZES must list exactly NUM_ATNS head sizes"),
                               ("{3, 1, 2}", EnvBuildError, "ACT_SIZES must list exactly NUM_ATNS head sizes"),
                               ("{3, 0}", ValueError, r"ACT_SIZES \[3, 0\] \(NUM_ATNS 2\): every head needs size >= 1")):

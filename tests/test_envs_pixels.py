@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import envs
-from envs.build import EnvBuildError
+from envs.errors import EnvBuildError
 
 ROOT = Path(__file__).resolve().parent.parent
 PIXEL_ENVS = ["pixel_platformer", "pixel_platformer_small", "breakout"]

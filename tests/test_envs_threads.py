@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 import envs
-from envs import build
+from envs.build import toolchain
 
 
 def _has_openmp(monkeypatch):
     monkeypatch.delenv("PUFFGPU_OPENMP", raising=False)
-    return bool(build.openmp_flags(build.compiler()))
+    return bool(toolchain.openmp_flags(toolchain.compiler()))
 
 
 def _rollout(monkeypatch, openmp, name="platformer", agents=256, threads=2, buffers=1, steps=120):
@@ -61,26 +61,26 @@ def test_pool_with_two_buffers_stepped_at_once(monkeypatch):
 def test_openmp_probe_runs_once_per_compiler_and_is_cached(monkeypatch, tmp_path):
     monkeypatch.setenv("PUFFGPU_ENV_CACHE", str(tmp_path))
     monkeypatch.delenv("PUFFGPU_OPENMP", raising=False)
-    cc = build.compiler()
-    first = build.openmp_flags(cc)
+    cc = toolchain.compiler()
+    first = toolchain.openmp_flags(cc)
     assert list(tmp_path.glob("_openmp_*.json"))
 
     def no_compiler(*a, **k):
         raise AssertionError("the OpenMP probe ran again")
-    monkeypatch.setattr(build.subprocess, "run", no_compiler)
-    build._versions[tuple(cc)] = build._versions.get(tuple(cc), "")
-    assert build.openmp_flags(cc) == first
+    monkeypatch.setattr(toolchain.subprocess, "run", no_compiler)
+    toolchain._versions[tuple(cc)] = toolchain._versions.get(tuple(cc), "")
+    assert toolchain.openmp_flags(cc) == first
     monkeypatch.setenv("PUFFGPU_OPENMP", "0")
-    assert build.openmp_flags(cc) == []
+    assert toolchain.openmp_flags(cc) == []
 
 
 def test_homebrew_libomp_is_a_candidate_on_macos(monkeypatch, tmp_path):
     omp = tmp_path / "opt" / "libomp"
     (omp / "include").mkdir(parents=True)
     (omp / "include" / "omp.h").write_text("", encoding="utf-8")
-    monkeypatch.setattr(build.sys, "platform", "darwin")
+    monkeypatch.setattr(toolchain.sys, "platform", "darwin")
     monkeypatch.setenv("HOMEBREW_PREFIX", str(tmp_path))
-    assert list(build._openmp_candidates()) == [
+    assert list(toolchain._openmp_candidates()) == [
         ["-fopenmp"],
         ["-Xpreprocessor", "-fopenmp", f"-I{omp / 'include'}", f"-L{omp / 'lib'}", "-lomp"]]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from envs import build
+from envs.build import cache, toolchain
 from puffbase.cache import cache_root
 from puffbase.console import safe_console
 
@@ -75,11 +75,11 @@ def test_cache_root_per_os(monkeypatch, tmp_path):
     assert cache_root() == tmp_path / "AppData" / "Local" / "puffgpu"
     monkeypatch.setenv("PUFFGPU_CACHE", str(tmp_path / "mine"))  # still wins on every OS
     assert cache_root() == tmp_path / "mine"
-    assert build.cache_dir() == tmp_path / "mine" / "envs"
+    assert cache.cache_dir() == tmp_path / "mine" / "envs"
 
 
 def test_compiler_command_keeps_windows_backslashes():
-    split = build.split_command
+    split = toolchain.split_command
     assert split(r"C:\msys64\ucrt64\bin\gcc.exe", windows=True) == [r"C:\msys64\ucrt64\bin\gcc.exe"]
     assert split(r'"C:\Program Files\LLVM\bin\clang-cl.exe" /O2 -IC:\inc\dir', windows=True) == \
         [r"C:\Program Files\LLVM\bin\clang-cl.exe", "/O2", r"-IC:\inc\dir"]
@@ -102,9 +102,9 @@ def test_text_files_are_read_and_written_as_utf8():
 
 def test_msvc_gets_msvc_flags_and_its_dependency_list(tmp_path):
     cc = [r"C:\Program Files\Microsoft Visual Studio\VC\bin\cl.exe"]
-    assert build.toolchain(cc) == "msvc" and build.toolchain(["x86_64-w64-mingw32-gcc"]) == "gnu"
-    flags = build.build_flags(cc, target="win32")
-    cmd = build.compile_command(cc, flags, "m.c", "out/m.pyd", "C:/e/x/x.h", "C:/py/include",
+    assert toolchain.toolchain(cc) == "msvc" and toolchain.toolchain(["x86_64-w64-mingw32-gcc"]) == "gnu"
+    flags = toolchain.build_flags(cc, target="win32")
+    cmd = toolchain.compile_command(cc, flags, "m.c", "out/m.pyd", "C:/e/x/x.h", "C:/py/include",
                                 target="win32", python_lib=("C:/py/libs", "python311"))
     text = " ".join(cmd)
     for gnu_only in ("-fPIC", "-MD", "-MF", "-Werror=", "-lm", "-O3", "-fopenmp", "-shared"):
@@ -113,18 +113,18 @@ def test_msvc_gets_msvc_flags_and_its_dependency_list(tmp_path):
         assert msvc in text
     header = tmp_path / "x.h"
     header.write_text("", encoding="utf-8")
-    deps, rest = build.parse_show_includes(f"m.c\nNote: including file: {header}\n"
+    deps, rest = toolchain.parse_show_includes(f"m.c\nNote: including file: {header}\n"
                                            f"Remarque : inclusion du fichier :  {header}\nm.c(3): warning")
     assert deps == [str(header), str(header)] and rest == "m.c\nm.c(3): warning"
 
 
 def test_mingw_links_python_and_static_runtimes():
     cc = ["x86_64-w64-mingw32-gcc"]
-    cmd = build.compile_command(cc, build.build_flags(cc, target="win32"), "m.c", "m.pyd", "/e/x/x.h",
+    cmd = toolchain.compile_command(cc, toolchain.build_flags(cc, target="win32"), "m.c", "m.pyd", "/e/x/x.h",
                                 "/py/include", target="win32", python_lib=("/py/libs", "python311"))
     assert "-fPIC" not in cmd and "-lm" not in cmd
     assert cmd[-2:] == ["-L/py/libs", "-lpython311"] and "-static" in cmd and "-static-libgcc" in cmd
-    macos = build.compile_command(["cc"], ["-O3"], "m.c", "m.so", "/e/x/x.h", "/py/include", target="darwin")
+    macos = toolchain.compile_command(["cc"], ["-O3"], "m.c", "m.so", "/e/x/x.h", "/py/include", target="darwin")
     assert ["-undefined", "dynamic_lookup"] == macos[macos.index("-undefined"):macos.index("-undefined") + 2]
 
 

@@ -400,7 +400,7 @@ def _stop(*servers, block=None):
 
 
 def _arena_server(name, agents=8):
-    exe = build_executable(ROOT / "envs" / "ocean" / "arena" / "arena_server.c")
+    exe = build_executable(ROOT / "envs" / "ocean" / "arena" / "arena_server.c", includes=[shm.SHM_DIR])
     proc = subprocess.Popen([str(exe), "--agents", str(agents), "--shm", name, "--max-steps", "4"])
     for _ in range(500):
         if shm.shm_exists(name):
@@ -424,7 +424,7 @@ def test_an_attached_server_killed_and_started_again_costs_only_truncated_episod
             first.wait()
             # started again 3 s later, as a user would from a shell (from this thread: Linux's
             # parent-death signal follows the thread that forked, and the servers ask for it)
-            exe = build_executable(ROOT / "envs" / "ocean" / "arena" / "arena_server.c")
+            exe = build_executable(ROOT / "envs" / "ocean" / "arena" / "arena_server.c", includes=[shm.SHM_DIR])
             second = subprocess.Popen(["sh", "-c", f"sleep 3 && exec {exe} --agents 8 --shm {name} --max-steps 4"])
             t0 = time.monotonic()
             env.step(np.zeros_like(env.actions))  # waits for the new server, which resets
@@ -680,7 +680,7 @@ def test_training_survives_an_attached_server_killed_and_started_again(tmp_path)
     """trainer.run on an attached arena server; SIGKILL of the server, started again 3 s later:
     training goes on to its end and the log counts the restart."""
     name = f"/puf-attach-{os.getpid()}-train"
-    exe = build_executable(ROOT / "envs" / "ocean" / "arena" / "arena_server.c")
+    exe = build_executable(ROOT / "envs" / "ocean" / "arena" / "arena_server.c", includes=[shm.SHM_DIR])
     first = subprocess.Popen([str(exe), "--agents", "64", "--shm", name])
     second = None
     try:

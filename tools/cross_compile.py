@@ -1,11 +1,11 @@
-"""Cross-compiles every env module for macOS and Windows on Linux, exactly as envs/build.py would
+"""Cross-compiles every env module for macOS and Windows on Linux, exactly as envs/build/ would
 build it there, and fails on any warning.
 
     python tools/cross_compile.py            # every target whose toolchain is installed
     python tools/cross_compile.py --require  # and fail when one is missing (CI)
 
 Each env header (the built-in envs and the test env folders) is wrapped by the same cffi source as
-envs/build.py generates and compiled with the command build.compile_command() gives for that
+envs/build/ generates and compiled with the command build.compile_command() gives for that
 target, with the contract checks as errors, and the JS envs' engine (QuickJS-ng's four files, with
 puffgpu's edits to quickjs.c) is compiled to objects with its own flags; any compiler output at
 all counts as a failure:
@@ -176,7 +176,7 @@ def module_source(tmp: Path, header: Path, tgt) -> Path:
     work = tmp / label / header.stem
     work.mkdir(parents=True)
     c_file = work / f"_puf_{header.stem}_cross.c"
-    ge = build.uses_goexplore(header)  # the same module envs/build.py would write: Go-Explore's functions only where used
+    ge = build.uses_goexplore(header)  # the same module envs/build/ would write: Go-Explore's functions only where used
     build.write_module_source(header, c_file.stem, c_file, target=plat, cdef=build.module_cdef(ge))
     return c_file
 

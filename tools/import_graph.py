@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("puffbase", "trainer", "envs", "golden", "tools")
 LAYERS = {  # module (or package prefix) -> layer number
-    "puffbase": 0, "envs.build": 1, "envs.shm": 2, "envs.js": 2, "envs": 3, "envs.vec": 3,
+    "puffbase": 0, "envs.errors": 1, "envs.build": 1, "envs.shm": 2, "envs.js": 2, "envs": 3, "envs.vec": 3,
     "trainer.spec": 4, "trainer.metrics": 4, "trainer.config": 4, "trainer.checkpoint": 4, "trainer.distributed": 4,
     "trainer.gpu": 5, "trainer.kernels": 6, "trainer.policy": 7, "trainer.learner": 7, "trainer.autotune": 8,
     # programs (wgpu draws the viewer's window; the browser page serves a game), not library code

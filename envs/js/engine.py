@@ -7,7 +7,7 @@ interpreter's hot paths (envs/js/engine_patches.py), applied to quickjs.c as it 
 
 The sdist is pinned by version and sha256, fetched with `pip download` into engine_dir()
 ($PUFFGPU_QUICKJS_DIR, else <cache_root()>/quickjs/), checked, unpacked, and its four C files compiled with the env
-compiler; the objects are cached per compiler and flags (envs/build.py). Without network access, put the file
+compiler; the objects are cached per compiler and flags (envs/build/). Without network access, put the file
 there yourself (the error says where), or point PUFFGPU_QUICKJS_SDIST at it.
 """
 
@@ -22,7 +22,9 @@ from pathlib import Path
 
 from puffbase.cache import cache_root
 
-from ..build import EnvError, build_object, compiler, toolchain
+from ..build import build_object, compiler
+from ..build.toolchain import toolchain
+from ..errors import EnvError
 from .engine_patches import PATCHES
 
 VERSION = "0.17.0.2"

@@ -11,7 +11,7 @@ block (it alone knows its observation size and heads); the trainer maps it and u
 once, so no name outlives the pair whatever kills them later. POSIX shared memory (Linux, macOS);
 Windows is refused with a clear error.
 
-native() is the cffi module of puffer_server.h's client half, built through envs/build.py like
+native() is the cffi module of puffer_server.h's client half, built through envs/build/ like
 every other piece of C.
 """
 from __future__ import annotations

@@ -28,18 +28,21 @@ the .ini beside the game, else the defaults below:
                                    slower; tests compare the two)
 """
 
+from pathlib import Path
+
 import numpy as np
 
 from puffbase.atomic import atomic_write
 from puffbase.cache import cache_root
 
-from ..build import ENVS_DIR, EnvError, ModuleExtras, c_string, load_module
+from ..build import ModuleExtras, c_string, load_module
+from ..errors import EnvError
 from ..js import engine
 from .cvec import VecEnv
 from .interface import merge_config
 from .registry import DEFAULT_ACTIONS, env_config, resolve
 
-JS_DIR = ENVS_DIR / "js"  # the engine's C side (jsenv.h, jsvec.c) and the p5 prelude
+JS_DIR = Path(__file__).resolve().parent.parent / "js"  # the engine's C side (jsenv.h, jsvec.c) and the p5 prelude
 PRELUDE = JS_DIR / "p5.js"
 INTERNAL_KEYS = ("js_game", "js_prelude", "js_actions")
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from puffbase.ini import read_ini
 
-from ..build import ENVS_DIR
 
+ENVS_DIR = Path(__file__).resolve().parent.parent
 OCEAN_DIR = ENVS_DIR / "ocean"
 KINDS = {"header": "C header", "js": "JavaScript game", "server": "game server", "ddnet": "DDNet bots"}
 SUFFIXES = {".h": "header", ".js": "js", ".ini": "server"}

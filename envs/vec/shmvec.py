@@ -50,9 +50,10 @@ import numpy as np
 
 from puffbase.logs import log_tail
 
-from ..build import ENVS_DIR, EnvError, build_executable
+from ..build import build_executable
+from ..errors import EnvError
 from ..shm import (CMD_LOAD, CMD_QUIT, CMD_RESET, CMD_SAVE, CMD_STEP, OK, PATH_LEN, UNSUPPORTED, Block, ProtocolError,
-                   check_supported, native, pid_alive, shm_exists, shm_unlink)
+                   SHM_DIR, check_supported, native, pid_alive, shm_exists, shm_unlink)
 from .cvec import VecEnv, usable_cpus
 from .interface import EnvBase, check_counts, merge_config, spread_seed
 from .registry import SHM_KEYS, env_config, resolve
@@ -60,7 +61,7 @@ from .registry import SHM_KEYS, env_config, resolve
 # Spin iterations before sleeping (see ShmVecEnv._choose_spins; docs/protocol.md has the measurements)
 LONG_SPIN, SHORT_SPIN = 20000, 100
 SERVER_KEYS = {"command", "build", "attach", "processes", "timeout", "reattach", "isolate"}
-ISOLATE_SOURCE = ENVS_DIR / "shm" / "isolate_server.c"
+ISOLATE_SOURCE = SHM_DIR / "isolate_server.c"
 MAX_RESTARTS_IN_A_ROW = 3
 SLICE_NS = 50_000_000  # the trainer checks that its servers live this often while waiting
 STARTUP_S = 5.0  # a launched server has max(timeout, this) to create its block (an attached one: timeout)
@@ -176,7 +177,7 @@ class ShmVecEnv(EnvBase):
                 raise ValueError(f"{ini}: a server env needs [env] command = ... (or attach = names)")
             procs = int(values["processes"]) or 1
             build = values.get("build")
-            exe = build_executable(ini.parent / str(build)) if build else None
+            exe = build_executable(ini.parent / str(build), includes=[SHM_DIR]) if build else None
             self._argv = self._template(str(values["command"]), values, exe, ini)
         self._cwd = ini.parent
         self._make_servers(total_agents, procs)
@@ -209,7 +210,7 @@ class ShmVecEnv(EnvBase):
         procs = max(1, min(procs, total_agents))
         threads = max(1, min(int(num_threads or usable_cpus()), usable_cpus()) // procs)
         exe = build_executable(ISOLATE_SOURCE, name=f"isolate_{header.stem}", openmp=True,
-                                   defines=[f'ENV_HEADER="{header}"'], includes=[header.parent])
+                                   defines=[f'ENV_HEADER="{header}"'], includes=[header.parent, SHM_DIR])
         pairs = [f"{k}={repr(v) if isinstance(v, float) else v}" for k, v in self.config.items()]
         self._attach = []
         self._argv = lambda s: [str(exe), "--agents", str(s.agents), "--shm", s.name, "--seed", str(s.seed),

@@ -1,0 +1,16 @@
+"""The errors an env raises for its user: every env failure is an EnvError, which the trainer and
+the env programs report as a message, without a traceback."""
+
+
+class EnvError(RuntimeError):
+    """An env could not be built, started or stepped (a compile error, a game that throws, a server
+    that dies for good): its message is for the user, who sees it without a traceback."""
+
+
+class EnvBuildError(EnvError):
+    """The C compiler rejected an env module (or its module could not be loaded); .stderr holds
+    the compiler's messages."""
+
+    def __init__(self, message, stderr=""):
+        super().__init__(message)
+        self.stderr = stderr
