@@ -18,11 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .vec.goexplore import ArchiveError, fingerprint, latest_archive, read_archive, replay, route_from_archive, write_route
 from puffbase.console import safe_console
 
-from .vec.backends import make
-from .vec.registry import env_config
+from .c.goexplore import ArchiveError, fingerprint, latest_archive, read_archive, replay, route_from_archive, write_route
+from .registry import make, resolve
 
 
 def _config_of(args_set: list[str]) -> dict:
@@ -35,13 +34,14 @@ def _config_of(args_set: list[str]) -> dict:
     return out
 
 
-def replay_env(route: dict, overrides: dict | None = None):
-    """A one-agent env with the route's config and Go-Explore off, for replaying it."""
+def replay_env(route: dict, overrides: dict | None = None, source=None):
+    """A one-agent env with the route's config and Go-Explore off, for replaying it (`source`: the
+    route's env as envs.resolve gave it, else resolved from its name)."""
     config = dict(route.get("config") or {})
     config.update(overrides or {})
     if "go_explore" in config:
         config["go_explore"] = 0
-    return make(route["env"], 1, config=config, num_threads=1)
+    return make(source or route["env"], 1, config=config, num_threads=1)
 
 
 def cmd_show(args):
@@ -63,11 +63,12 @@ def cmd_export(args):
     from puffbase.image import write_gif
     path = latest_archive(args.checkpoint_dir, args.env) if args.archive == "latest" else Path(args.archive)
     archive = read_archive(path)
-    config = env_config(args.env)
+    source = resolve(args.env)
+    config = source.env_config()
     config.update(_config_of(args.set))
     config["go_explore"] = 0
     route = route_from_archive(archive, args.env, config, path)
-    env = replay_env(route)
+    env = replay_env(route, source=source)
     try:
         fp = fingerprint(env)
         if fp != archive["fingerprint"]:

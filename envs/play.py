@@ -31,7 +31,7 @@ import numpy as np
 from puffbase.console import safe_console
 from puffbase.image import write_gif, write_png
 
-from .vec import registry
+from . import registry
 
 
 def _platformer_keys(glfw, down, actions):
@@ -99,11 +99,11 @@ def _policy(env, args, rng):
 def play_route(args):
     """Replays a route file (envs/archive.py export) from the real start: to a GIF, or in a window."""
     from .archive import replay_env
-    from .vec.goexplore import read_route, replay
+    from .c.goexplore import read_route, replay
     route = read_route(args.route)
-    if route["env"] != registry.resolve(args.env).name:
+    if route["env"] != args.source.name:
         sys.exit(f"{args.route} is a route of {route['env']}, not {args.env}")
-    env = replay_env(route)
+    env = replay_env(route, source=args.source)
     res = replay(env, route, frames=True)
     print(f"{env.name}: {res['steps']} steps from the real start (seed {route['seed']}): "
           + ("reached the goal on the last step" if res["reached"] else f"did NOT reach the goal ({res['log']})"))
@@ -243,9 +243,10 @@ def main(argv=None):
                    "it reaches the same score and last frame (env: the game file, default the recorded path)")
     args = p.parse_args(argv)
 
-    if args.replay:
-        from .js.browser import replay
-        res = replay(args.replay, game=args.env)
+    if args.replay:  # a JS game's recording (envs/js/browser.py)
+        from .js.browser import read_recording, replay
+        rec = read_recording(args.replay)
+        res = replay(rec, registry.resolve(args.env or rec["game_path"]))
         for note in res["notes"]:
             print(f"note: {note}")
         same = "the same" if res["frame_sha256"] == res["recorded_frame_sha256"] else "a DIFFERENT"
@@ -257,11 +258,12 @@ def main(argv=None):
         sys.exit(0 if res["match"] else 1)
     if args.env is None:
         p.error("name an env (or pass --replay RECORDING)")
+    args.source = source = registry.resolve(args.env)
     if args.browser:
-        if not registry.resolve(args.env).has_browser_page:
-            p.error("--browser plays JS games (a name like catcher, or a path ending in .js)")
-        from .js.browser import serve
-        serve(args.env, port=args.port, seed=args.seed, record=args.record, open_browser=not args.no_open)
+        if source.kind.browser is None:
+            kinds = ", ".join(f"{k.title}s ({k.suffix})" for k in registry.KINDS if k.browser is not None)
+            p.error(f"--browser plays {kinds}; {args.env} is a {source.kind.title}")
+        source.kind.browser(source, port=args.port, seed=args.seed, record=args.record, open_browser=not args.no_open)
         return
 
     if args.route:
@@ -272,8 +274,7 @@ def main(argv=None):
         if not sep:
             p.error(f"--set expects KEY=VALUE, got {item!r}")
         config[key] = value
-    from .vec.backends import make
-    env = make(args.env, 1, config=config, num_threads=1, seed=args.seed)
+    env = source.make(1, config=config, num_threads=1, seed=args.seed)
     if args.fps is None:
         args.fps = (60.0 / env.config["frameskip"] if "frameskip" in env.config
                     else 60.0 if getattr(env, "actions_table", None) else 30.0)  # p5 draws at 60 Hz

@@ -223,7 +223,7 @@ def test_missing_server_and_map_are_clear_errors(tmp_path):
 def test_freeze_is_seen_and_a_stuck_bot_is_reset():
     """The bot moved into a block of freeze tiles (the server's test command `move`, run by the bot
     itself over rcon) is frozen in its observation, penalized, and its episode ends as stuck."""
-    from envs.vec.ddnetvec import STATE
+    from envs.ddnet.env import STATE
     cfg = {"servers": 1, "bots_per_server": 1, "stuck_seconds": 1.0,
            "ddnet_settings": "tune player_collision 0; tune player_hooking 0; sv_test_cmds 1"}
     with envs.make("ddnet", 1, config=cfg) as env:

@@ -1,4 +1,4 @@
-"""The env interface (envs/vec/interface.py) over every backend: a C header in-process, a JS game,
+"""The env interface (envs/interface.py) over every kind: a C header in-process, a JS game,
 a game server, and a header isolated in a server process (a picture env, through eval's GIF path)."""
 from pathlib import Path
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import envs
-from envs.vec import registry
+from envs import registry
 from trainer import checkpoint as ckpt
 from trainer.spec import PolicySpec, init_weights
 
@@ -98,7 +98,7 @@ def test_every_env_folder_has_a_name_and_a_kind():
     sources = envs.env_sources()
     folders = sorted(p.name for p in (ROOT / "envs" / "ocean").iterdir() if p.is_dir())
     assert [s.name for s in sources] == folders == envs.list_envs()
-    kinds = {s.name: s.kind for s in sources}
+    kinds = {s.name: s.kind.name for s in sources}
     assert kinds["catcher"] == kinds["flappy"] == kinds["breakout_js"] == "js"
     assert kinds["arena"] == "server" and kinds["platformer"] == "header" and kinds["ddnet"] == "ddnet"
     for s in sources:  # a path resolves to the same thing as the name
@@ -112,7 +112,7 @@ def test_every_env_folder_has_a_name_and_a_kind():
 def test_a_non_server_ini_is_a_clear_error(tmp_path):
     ini = tmp_path / "mine.ini"
     ini.write_text("[env]\nx = 1\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"needs command = \.\.\. .* ddnet_map = \.\.\. .* for a C env pass its header"):
+    with pytest.raises(ValueError, match=r"needs ddnet_map = \.\.\. .* command = \.\.\. .* for a C env pass its header"):
         envs.resolve(ini)
 
 

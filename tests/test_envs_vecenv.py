@@ -26,7 +26,7 @@ def test_list_envs_and_ini_paths():
     for name in names:
         assert envs.env_ini_path(name) == ROOT / "envs" / "ocean" / name / f"{name}.ini"
         ini = envs.read_ini(envs.env_ini_path(name))
-        if envs.resolve(name).kind == "js":  # a game's own keys are in [js]; its ini needs no [env]
+        if envs.resolve(name).kind.name == "js":  # a game's own keys are in [js]; its ini needs no [env]
             assert {"vec", "train", "js"} <= set(ini) <= {"base", "vec", "env", "js", "policy", "train"}, name
         else:
             assert {"base", "vec", "env", "train"} <= set(ini) <= {"base", "vec", "env", "policy", "train"}, name

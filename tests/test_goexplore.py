@@ -15,7 +15,7 @@ import pytest
 from childproc import read_until
 
 import envs
-from envs.vec.goexplore import ArchiveError, archive_bytes, archive_path, read_archive, read_route
+from envs.c.goexplore import ArchiveError, archive_bytes, archive_path, read_archive, read_route
 from golden.check import tolerance
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -29,7 +29,7 @@ def _default_cache_root():
 os.environ.setdefault("PUFFGPU_QUICKJS_DIR", str(_default_cache_root() / "quickjs"))
 
 import envs  # noqa: E402
-from envs.vec.jsvec import JsGameError, parse_actions  # noqa: E402
+from envs.js.env import DEFAULT_ACTIONS, JsGameError, parse_actions  # noqa: E402
 
 GAMES = ROOT / "envs" / "ocean"
 
@@ -382,8 +382,9 @@ def test_browser_page_plays_and_the_c_env_replays(tmp_path, name):
     script = [int(a) for a in rng.integers(0, n, 600)]
     rec_path = tmp_path / "rec.json"
     browser.serve.url = None
-    t = threading.Thread(target=browser.serve, kwargs=dict(game=game_file, port=0, seed=11, record=rec_path,
-                                                          script=script, open_browser=False, once=True, quiet=True),
+    t = threading.Thread(target=browser.serve, kwargs=dict(source=envs.resolve(game_file), port=0, seed=11,
+                                                          record=rec_path, script=script, open_browser=False,
+                                                          once=True, quiet=True),
                          daemon=True)
     t.start()
     for _ in range(100):
@@ -399,7 +400,7 @@ def test_browser_page_plays_and_the_c_env_replays(tmp_path, name):
     assert shot.is_file() and shot.stat().st_size > 1000
     rec = browser.read_recording(rec_path)
     assert rec["seed"] == 11 and rec["actions"] == script[:len(rec["actions"])] and len(rec["actions"]) > 10
-    res = browser.replay(rec_path)
+    res = browser.replay(rec_path, envs.resolve(rec["game_path"]))
     assert res["score"] == rec["score"]
     assert res["frame_sha256"] == rec["frame_sha256"]
     assert res["match"]
@@ -519,11 +520,12 @@ def test_a_game_without_an_ini_trains_with_the_js_defaults(tmp_path):
     from trainer import config
     lone = game(tmp_path, PROBE, name="lone")
     cfg, _ = config.load(lone)
-    assert config.env_ini(envs.resolve(lone)) == config.JS_GAME_INI
+    source = envs.resolve(lone)
+    assert source.training_ini == ROOT / "envs" / "js" / "default.ini" and not source.ini.is_file()
     env_keys = {k: cfg["env"][k] for k in ("picture_width", "picture_height", "picture_channels", "frameskip")}
     assert env_keys == {"picture_width": 36, "picture_height": 36, "picture_channels": 1, "frameskip": 8}
     assert (cfg["vec"]["total_agents"], cfg["train"]["minibatch_size"], cfg["policy"]["num_layers"]) == (256, 2048, 2)
-    assert cfg["env"]["actions"] == envs.vec.registry.DEFAULT_ACTIONS
+    assert cfg["env"]["actions"] == DEFAULT_ACTIONS
     # a game with an ini uses that ini alone
     own = game(tmp_path, PROBE, name="own", ini="[js]\npicture_width = 48\n")
     cfg, _ = config.load(own)

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 import envs
-from envs import shm
+from envs.shm import protocol as shm
 from envs.build import build_executable
-from envs.vec import shmvec
-from envs.vec.shmvec import ServerError, ShmVecEnv
+from envs.shm import env as shm_env
+from envs.shm.env import ServerError, ShmVecEnv
 
 ROOT = Path(__file__).resolve().parent.parent
 CRASHY = ROOT / "tests" / "shm" / "crashy" / "crashy.h"
@@ -562,13 +562,13 @@ def _environ(pid):
 
 
 @pytest.mark.parametrize("cpus,processes,user,want", [
-    (2, 1, None, (shmvec.LONG_SPIN, shmvec.SHORT_SPIN)),   # server + trainer fit on 2 cores
-    (2, 2, None, (shmvec.SHORT_SPIN, shmvec.SHORT_SPIN)),  # oversubscribed: nobody spins long
-    (16, 8, None, (shmvec.LONG_SPIN, shmvec.SHORT_SPIN)),
+    (2, 1, None, (shm_env.LONG_SPIN, shm_env.SHORT_SPIN)),   # server + trainer fit on 2 cores
+    (2, 2, None, (shm_env.SHORT_SPIN, shm_env.SHORT_SPIN)),  # oversubscribed: nobody spins long
+    (16, 8, None, (shm_env.LONG_SPIN, shm_env.SHORT_SPIN)),
     (2, 1, "0", (0, 0)),                                   # the user's PUFFER_SHM_SPIN wins, both sides
 ])
 def test_spin_before_sleeping_is_chosen_per_side(monkeypatch, cpus, processes, user, want):
-    monkeypatch.setattr(shmvec, "usable_cpus", lambda: cpus)
+    monkeypatch.setattr(shm_env, "usable_cpus", lambda: cpus)
     if user is None:
         monkeypatch.delenv("PUFFER_SHM_SPIN", raising=False)
     else:

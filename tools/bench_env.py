@@ -46,7 +46,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import envs  # noqa: E402
 from puffbase.console import safe_console  # noqa: E402
-from envs.vec.cvec import usable_cpus  # noqa: E402
+from envs.interface import usable_cpus  # noqa: E402
 
 
 def steps_per_second(name, agents, threads, seconds, config, with_env=False, cpu=False):

@@ -2,21 +2,24 @@
 
     python tools/import_graph.py            # prints the layers and any problem; exit 1 if there is one
 
-Reads every module of puffbase/, trainer/, envs/, golden/ and tools/ with `ast` (nothing is imported), so it
-counts imports inside functions too. The layers, bottom to top, and what each may import from
-the project:
+Reads every module of puffbase/, trainer/, envs/, golden/ and tools/ with `ast` (nothing is
+imported), so it counts imports inside functions too. The layers, bottom to top, and what each may
+import from the project:
 
-    util      puffbase.*                    (nothing: atomic writes, ini, console, images, cache folder)
-    build     envs.build                        (util: the one compile-and-cache path for all C)
-    env parts envs.shm (the protocol), envs.js (the JS engine)   (build, util)
-    env runtime  envs.vec.* (registry, interface, backends, Go-Explore), the envs package  (env parts, ...)
-    pure      trainer.spec, trainer.metrics, trainer.config, trainer.checkpoint, trainer.distributed  (the env runtime, ...)
-    runtime   trainer.gpu                       (nothing from trainer above util)
-    kernels   trainer.kernels.*                 (runtime, pure)
-    model     trainer.policy, trainer.learner   (kernels, runtime, pure)
-    tuner     trainer.autotune                  (kernels, runtime, pure)
-    top       trainer.run, eval, sweep, loggers, dashboard; envs.play, envs.viewer, envs.archive,
-              envs.js.browser (programs); golden.*, tools.*
+    util       puffbase.*                        (nothing: atomic writes, ini, console, images, cache folder)
+    env base   envs.errors, envs.build.*, envs.kind, envs.interface, envs.supervisor
+                                                 (util: errors, the one compile-and-cache path, what a
+                                                 kind declares, the Env contract, the process supervisor)
+    env kinds  envs.c.*, envs.js.*, envs.shm.*, envs.ddnet.*   (env base, util, and a kind they build on)
+    registry   envs.registry, the envs package   (the kinds: the one place that tells them apart)
+    pure       trainer.spec, trainer.metrics, trainer.config, trainer.checkpoint, trainer.distributed
+               (registry, ...)
+    runtime    trainer.gpu                       (nothing from trainer above util)
+    kernels    trainer.kernels.*                 (runtime, pure)
+    model      trainer.policy, trainer.learner   (kernels, runtime, pure)
+    tuner      trainer.autotune                  (kernels, runtime, pure)
+    top        trainer.run, eval, sweep, loggers, dashboard; envs.play, envs.viewer, envs.archive
+               (programs); golden.*, tools.*
 
 A module may import its own layer or those below, never above; nothing at or below pure loads wgpu.
 """
@@ -29,11 +32,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("puffbase", "trainer", "envs", "golden", "tools")
 LAYERS = {  # module (or package prefix) -> layer number
-    "puffbase": 0, "envs.errors": 1, "envs.build": 1, "envs.shm": 2, "envs.js": 2, "envs": 3, "envs.vec": 3,
+    "puffbase": 0,
+    "envs.errors": 1, "envs.build": 1, "envs.kind": 1, "envs.interface": 1, "envs.supervisor": 1,
+    "envs.c": 2, "envs.js": 2, "envs.shm": 2, "envs.ddnet": 2,  # the env kinds, one package each
+    "envs.registry": 3, "envs": 3,
     "trainer.spec": 4, "trainer.metrics": 4, "trainer.config": 4, "trainer.checkpoint": 4, "trainer.distributed": 4,
     "trainer.gpu": 5, "trainer.kernels": 6, "trainer.policy": 7, "trainer.learner": 7, "trainer.autotune": 8,
-    # programs (wgpu draws the viewer's window; the browser page serves a game), not library code
-    "envs.viewer": 9, "envs.play": 9, "envs.archive": 9, "envs.js.browser": 9,
+    # programs (wgpu draws the viewer's window), not library code
+    "envs.viewer": 9, "envs.play": 9, "envs.archive": 9,
 }
 TOP = 9
 PURE = 4  # this layer and those below never load wgpu

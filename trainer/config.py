@@ -1,4 +1,4 @@
-"""Config: trainer/default.ini, then envs/<env>/<env>.ini, then --section.key value flags.
+"""Config: trainer/default.ini, then the env's ini (envs/ocean/<env>/<env>.ini), then --section.key value flags.
 
 Same keys and layering as PufferLib 5.0 (`puf_ini_load_env`): only keys that exist in the defaults
 (or, for [env], in the env's own ini) can be set. Values keep the type of their default (ints,
@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 import envs
-from envs.vec.registry import JS_GAME_INI
 from puffbase.ini import IniError, parse_value, read_ini_described, unquote
 
 
@@ -122,24 +121,17 @@ def valid_keys_message(cfg: dict, section: str) -> str:
     return ", ".join(sorted(cfg[section]))
 
 
-def env_ini(source) -> Path:
-    """The ini that configures an env (an envs.resolve() result): its own, or for a JS game that
-    has none, the JS games' training defaults (JS_GAME_INI). The path may not exist (C envs
-    without an ini)."""
-    if source.kind == "js" and not source.ini.is_file():
-        return JS_GAME_INI
-    return source.ini
-
-
-def load(env_name: str, flags: dict[str, str] | None = None, warn=None) -> tuple[dict, dict]:
-    """The layered config for `env_name` → (config, descriptions). Keys of the env's ini that
-    PufferLib defines but puffgpu ignores are reported in one line through `warn` (default: a
-    warning on stderr)."""
+def load(env, flags: dict[str, str] | None = None, warn=None) -> tuple[dict, dict]:
+    """The layered config for `env` (an envs.EnvSource, or a name or path that envs.resolve turns
+    into one) → (config, descriptions). The env's layer is its source's training ini (its own, or
+    its kind's when it has none). Keys of that ini that PufferLib defines but puffgpu ignores are
+    reported in one line through `warn` (default: a warning on stderr)."""
     cfg, desc = read_described_ini(DEFAULT_INI)
     cfg = {s: kv for s, kv in cfg.items() if not is_sweep_section(s)}
-    source = envs.resolve(env_name)
-    ini = env_ini(source)
-    cfg["env"].update(source.kind_defaults)  # a JS game's keys have defaults without an ini
+    source = envs.resolve(env)
+    ini = source.training_ini
+    sections = source.kind.sections
+    cfg["env"].update(source.kind.defaults)  # a kind's own keys have defaults without an ini
     ignored = []
     if ini.is_file():
         env_values, env_desc = read_described_ini(ini)
@@ -147,7 +139,7 @@ def load(env_name: str, flags: dict[str, str] | None = None, warn=None) -> tuple
         for section, kv in env_values.items():
             if is_sweep_section(section):
                 continue
-            if section not in cfg and section not in source.ini_sections:
+            if section not in cfg and section not in sections:
                 if section in UPSTREAM_KEYS:
                     ignored += [f"[{section}] {k}" for k in kv] or [f"[{section}]"]
                     continue
@@ -155,9 +147,9 @@ def load(env_name: str, flags: dict[str, str] | None = None, warn=None) -> tuple
                                   f"(and PufferLib's {', '.join(f'[{k}]' for k in UPSTREAM_KEYS if k not in SECTIONS)}, "
                                   f"[sweep*], which puffgpu skips)")
             for key, value in kv.items():
-                # the env's own keys are defined by its ini; a JS game's [js] section holds its
-                # env keys too (picture size, action table, max_steps: envs/vec/jsvec.py)
-                if section in source.ini_sections:
+                # the env's own keys are defined by its ini, in its kind's sections of it (a JS
+                # game's [js] section holds env keys too: picture size, action table, max_steps)
+                if section in sections:
                     cfg["env"][key] = value
                     continue
                 if key not in cfg[section]:

@@ -29,7 +29,7 @@ import numpy as np  # noqa: E402
 
 import envs  # noqa: E402
 from puffbase.image import write_gif  # noqa: E402
-from envs.vec.interface import PICTURE_KEYS  # noqa: E402
+from envs.interface import PICTURE_KEYS  # noqa: E402
 
 from . import checkpoint as ckpt  # noqa: E402
 from . import config as config_mod  # noqa: E402
@@ -44,10 +44,12 @@ class Evaluator:
     """A policy from a checkpoint driving N agents of an env, one GPU step per env step; with
     checkpoint=None, uniform random actions instead (no GPU)."""
 
-    def __init__(self, env_name: str, cfg: dict, checkpoint: str | None, num_agents: int, seed: int, adapter=None,
+    def __init__(self, env, cfg: dict, checkpoint: str | None, num_agents: int, seed: int, adapter=None,
                  deterministic: bool = False):
+        source = envs.resolve(env)  # an EnvSource passes through; a name or path is resolved once
+
         def make(env_cfg):
-            return envs.make(env_name, num_agents, config=env_cfg, num_threads=cfg["vec"]["num_threads"],
+            return envs.make(source, num_agents, config=env_cfg, num_threads=cfg["vec"]["num_threads"],
                              seed=seed, check_actions=False)
         self.env = make(cfg["env"])
         self.steps = 0
@@ -148,11 +150,12 @@ def main(argv=None) -> int:
     flags, argv = config_mod.split_section_flags(sys.argv[1:] if argv is None else argv)
     args = ap.parse_args(argv)
     try:
-        cfg, _ = config_mod.load(args.env, config_mod.parse_flags(flags))
+        source = envs.resolve(args.env)  # once: the config and the env take the source
+        cfg, _ = config_mod.load(source, config_mod.parse_flags(flags))
         if args.random and not args.headless:
             raise ValueError("--random measures the random policy: use it with --headless")
         if args.headless:
-            ev = Evaluator(args.env, cfg, None if args.random else args.checkpoint, min(args.agents, args.episodes),
+            ev = Evaluator(source, cfg, None if args.random else args.checkpoint, min(args.agents, args.episodes),
                            args.seed, args.adapter, deterministic=args.deterministic)
             t0 = time.perf_counter()
             res = ev.measure(args.episodes)
@@ -165,7 +168,7 @@ def main(argv=None) -> int:
                   f"{res['episodes'] // ev.env.num_envs}) in {dt:.1f} s")
             print(f"perf {res.get('perf', float('nan')):.4f}")
             return 0
-        ev = Evaluator(args.env, cfg, args.checkpoint, 1, args.seed, args.adapter, deterministic=args.deterministic)
+        ev = Evaluator(source, cfg, args.checkpoint, 1, args.seed, args.adapter, deterministic=args.deterministic)
         print(f"checkpoint {ev.path} (step {ev.meta.get('global_step', '?')})")
         # a picture env: what the agent sees (its observation picture, 4x); else the env's render
         view = (lambda: ev.env.agent_view(0, 4)) if ev.env.picture else (lambda: ev.env.render(0))

@@ -31,7 +31,7 @@ from typing import NamedTuple
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import envs  # noqa: E402
-from envs.vec.interface import spread_seed  # noqa: E402
+from envs.interface import spread_seed  # noqa: E402
 from puffbase.console import safe_console  # noqa: E402
 
 from . import checkpoint as ckpt  # noqa: E402
@@ -106,13 +106,6 @@ class InlineExecutor:
 
     def shutdown(self, wait: bool = True):
         pass
-
-
-def buffer_seed(seed: int, b: int) -> int:
-    """The sampling seed of env buffer b: buffer 0 keeps the run's seed (so one buffer samples as
-    the run's seed says); the others get distinct ones, as each buffer's sampler numbers its agents
-    from 0."""
-    return (seed + b * 0x9E3779B9) & 0xFFFFFFFF
 
 
 def collect_rollout(env, infers: list, T: int, epoch: int, watch: Stopwatch, stop: StopRequest, pool) -> None:
@@ -193,9 +186,10 @@ def average_metrics(per_rank: list[dict]) -> dict:
     return {k: float(sum(m[k] for m in per_rank if k in m) / sum(k in m for m in per_rank)) for k in keys}
 
 
-def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | None = None,
+def train(env, cfg: dict, adapter: str | None = None, live: bool | None = None,
           run_id: str | None = None, loggers=(), world=None) -> dict:
-    """Run training; returns a summary (checkpoint path, steps, final metrics). `loggers`: more
+    """Run training on `env` (an envs.EnvSource, or a name or path for envs.resolve); returns a
+    summary (checkpoint path, steps, final metrics). `loggers`: more
     objects with log(metrics)/close() called after the run's own loggers (the sweep's Ray Tune
     reporter). `world` (trainer/distributed.py): this process's rank in a data-parallel run; by
     default one process, or the ranks of the MPI launcher that started it."""
@@ -227,7 +221,8 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
         say(CPU_NOTE, flush=True)
 
     # rank r's agents are seeded as agents r·N_r … of one process's run would be (for 1-agent envs)
-    env = envs.make(env_name, vec["total_agents"], config=cfg["env"], num_threads=vec["num_threads"],
+    source = envs.resolve(env)  # the one resolution of a run: everything below takes the source
+    env = envs.make(source, vec["total_agents"], config=cfg["env"], num_threads=vec["num_threads"],
                     seed=spread_seed(base["seed"], world.rank * vec["total_agents"]),
                     check_actions=False,  # the sampler only emits valid indices
                     num_buffers=vec["num_buffers"])
@@ -251,7 +246,9 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
     infers = []  # one inference plan per env buffer, over its rows, with its own sampling seed
     for b in range(B):
         r0, r1 = env.buffer_rows(b)
-        infers.append(RolloutStep(policy, rollout, seed=buffer_seed(base["seed"], world.rank * B + b),
+        # buffer 0 keeps the run's seed; the others get their own, as each buffer's sampler numbers its
+        # agents from 0
+        infers.append(RolloutStep(policy, rollout, seed=spread_seed(base["seed"], world.rank * B + b),
                                   row0=r0, rows=r1 - r0))
     learner = Learner(policy, rollout, t["minibatch_size"], LearnerConfig.from_dict(t), t["replay_ratio"],
                       world=world)
@@ -304,10 +301,9 @@ def train(env_name: str, cfg: dict, adapter: str | None = None, live: bool | Non
 
     dash = Dashboard(env.name, gpu.describe(), run_id, epochs * N_all * T, live=live) if root else Silent()
     picture = f" (a {'x'.join(map(str, spec.picture))} picture, {spec.obs_dtype})" if spec.picture else ""
-    source = envs.resolve(env_name)
-    if config_mod.env_ini(source) == config_mod.JS_GAME_INI:
-        dash.message(f"{env.name}: no {source.ini.name} beside the game: training with the JS games' defaults "
-                     f"({config_mod.JS_GAME_INI})")
+    if source.training_ini != source.ini:
+        dash.message(f"{env.name}: no {source.ini.name} beside the {source.kind.noun}: training with the "
+                     f"{source.kind.title}s' defaults ({source.training_ini})")
     dash.message(f"{env.name}: {N_all} agents, obs {spec.obs_size}{picture}, heads {list(spec.act_sizes)}; "
                  f"policy H={spec.hidden} "
                  f"L={spec.layers} ({spec.num_floats:,} params); {epochs} epochs of {N_all * T:,} steps, "
@@ -432,7 +428,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.env is None:
             ap.error(f"--env is required; built-in envs: {', '.join(envs.list_envs())}")
-        cfg, _ = config_mod.load(args.env, config_mod.parse_flags(rest))
+        source = envs.resolve(args.env)  # once: the config, the env and its messages take the source
+        cfg, _ = config_mod.load(source, config_mod.parse_flags(rest))
     except (config_mod.ConfigError, ValueError, FileNotFoundError, envs.EnvError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -447,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
     world = None
     try:
         world = distributed.connect()
-        train(args.env, cfg, adapter=args.adapter, live=False if args.plain else None, world=world)
+        train(source, cfg, adapter=args.adapter, live=False if args.plain else None, world=world)
     except (config_mod.ConfigError, ckpt.CheckpointError, TrainingError, ValueError, FileNotFoundError,
             envs.EnvError, distributed.DistributedError, *gpu_errors()) as e:
         return failed(world, f"error: {e}", 1)

@@ -12,7 +12,7 @@
 #define VEC_GE 0
 #endif
 
-/* Archive figures, in this order (names in envs/vec/goexplore.py): cells, frontier progress (the
+/* Archive figures, in this order (names in envs/c/goexplore.py): cells, frontier progress (the
  * most progress of any cell, 1 once a route reached the goal), steps of
  * the best route to the goal (0: none yet), cells dropped because it was full, findings dropped
  * because a pending list was full, routes replaced by shorter ones, syncs, frontier size,

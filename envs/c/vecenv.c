@@ -49,7 +49,7 @@ _Static_assert(sizeof((int[])ACT_SIZES) / sizeof(int) == NUM_ATNS,
 
 /* A picture declared in the header: the last H*W*C values of each observation row, rows from the
  * top, channels last. An env drawn at a configured size declares it with the [env] keys
- * picture_height/picture_width/picture_channels instead (envs/vec/cvec.py reads those). */
+ * picture_height/picture_width/picture_channels instead (envs/c/env.py reads those). */
 #if defined(PICTURE_WIDTH) || defined(PICTURE_HEIGHT) || defined(PICTURE_CHANNELS)
 #if !defined(PICTURE_WIDTH) || !defined(PICTURE_HEIGHT) || !defined(PICTURE_CHANNELS)
 #error "a picture is declared by all three of PICTURE_WIDTH, PICTURE_HEIGHT and PICTURE_CHANNELS"

@@ -1,7 +1,9 @@
-"""DDNet bots: what the ddnet env (envs/vec/ddnetvec.py) is made of.
+"""The DDNet kind: bots as network clients of unmodified DDNet-Server processes.
 
-    mapfile.py        DDNet/Teeworlds map files: the physics layers as arrays, a distance-to-finish field
+    kind.py           its declaration (an ini naming ddnet_map; registered in envs/registry.py)
+    env.py            DDNetEnv: observations, actions, rewards and episodes of the bots; its [env] keys
+    server.py         DDNet-Server processes on loopback, on the env supervisor (envs/supervisor.py)
     ddnet_client.h    the bots' network client (DDNet's 0.6 protocol, snapshots, rcon), one thread for all
     net.py            that client as a cffi module, and the protocol constants it takes from outside
-    server.py         DDNet-Server processes on loopback, started, supervised and cleaned up
+    mapfile.py        DDNet/Teeworlds map files: the physics layers as arrays, a distance-to-finish field
 """

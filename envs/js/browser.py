@@ -20,16 +20,19 @@ from pathlib import Path
 
 import numpy as np
 
-from ..vec import jsvec
+from puffbase.atomic import atomic_write
+
+from .env import PRELUDE, JsEnv
 
 WEB = Path(__file__).resolve().parent / "web"
 FORMAT = "puffgpu-js-recording"
 
 
-def page_config(game, seed=0, script=None, config=None):
-    """What the page needs: the env's picture size, action table and max_steps, the seed."""
-    path = jsvec.game_path(game)
-    c = jsvec.JsEnv._merge_config(str(path), config)
+def page_config(source, seed=0, script=None, config=None):
+    """What the page needs for the game of `source` (an EnvSource: envs.resolve): the env's picture
+    size, action table and max_steps, the seed."""
+    path = source.path
+    c = JsEnv._merge_config(source, config)
     if c["picture_channels"] != 3:
         c["picture_channels"] = 3  # the page shows color; the replay compares RGB frames
     return {"game": path.name, "game_path": str(path), "game_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
@@ -38,15 +41,15 @@ def page_config(game, seed=0, script=None, config=None):
             "max_steps": c["max_steps"] * c["frameskip"], "seed": int(seed), "script": script}
 
 
-def serve(game, port=8765, seed=0, record=None, script=None, open_browser=True, once=False, quiet=False):
-    """Serves the page for `game` until Ctrl-C (or, with once, until a recording is saved).
-    Returns the path of the last recording saved, or None."""
-    cfg = page_config(game, seed, script)
+def serve(source, port=8765, seed=0, record=None, script=None, open_browser=True, once=False, quiet=False):
+    """Serves the page for the game of `source` (an EnvSource) until Ctrl-C (or, with once, until a
+    recording is saved). Returns the path of the last recording saved, or None."""
+    cfg = page_config(source, seed, script)
     game_file = Path(cfg["game_path"])
     record = Path(record) if record else Path.cwd() / f"{game_file.stem}-{time.strftime('%Y%m%d-%H%M%S')}.recording.json"
     saved = {"path": None}
     files = {"/": WEB / "index.html", "/index.html": WEB / "index.html", "/raster.js": WEB / "raster.js",
-             "/page.js": WEB / "page.js", "/p5.js": jsvec.PRELUDE, "/game.js": game_file}
+             "/page.js": WEB / "page.js", "/p5.js": PRELUDE, "/game.js": game_file}
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def log_message(self, fmt, *args):
@@ -76,7 +79,6 @@ def serve(game, port=8765, seed=0, record=None, script=None, open_browser=True, 
             if self.path.split("?")[0] != "/recording":
                 return self._send(404, b"not found", "text/plain")
             data = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))).decode("utf-8"))
-            from puffbase.atomic import atomic_write
             atomic_write(record, json.dumps(data, indent=1))
             saved["path"] = record
             self._send(200, f"recording saved to {record}".encode(), "text/plain; charset=utf-8")
@@ -107,19 +109,20 @@ def read_recording(path):
     return rec
 
 
-def replay(recording, game=None):
-    """Steps the C env through a recording's actions from its seed. Returns a dict: steps, score
-    and frame_sha256 reached, the recorded ones, and match (True when both agree)."""
+def replay(recording, source):
+    """Steps the C env of the game of `source` (an EnvSource: the recorded game_path, or another
+    copy of the game) through a recording's actions from its seed. Returns a dict: steps, score and
+    frame_sha256 reached, the recorded ones, and match (True when both agree)."""
     rec = read_recording(recording) if not isinstance(recording, dict) else recording
-    path = jsvec.game_path(game or rec["game_path"])
+    path = source.path
     notes = []
     if hashlib.sha256(path.read_bytes()).hexdigest() != rec.get("game_sha256"):
         notes.append(f"{path} differs from the file that was played")
     h, w, _ = rec["picture"]
-    env = jsvec.JsEnv(str(path), 1, config={"picture_width": w, "picture_height": h, "picture_channels": 3,
-                                            "actions": rec["actions_table"], "max_steps": max(rec["max_steps"], 1),
-                                            "frameskip": 1},
-                      num_threads=1)
+    env = JsEnv(source, 1, config={"picture_width": w, "picture_height": h, "picture_channels": 3,
+                                   "actions": rec["actions_table"], "max_steps": max(rec["max_steps"], 1),
+                                   "frameskip": 1},
+                num_threads=1)
     env.reset_seed(0, rec["seed"])
     ended = False
     for a in rec["actions"]:

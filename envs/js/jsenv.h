@@ -1,7 +1,7 @@
 /* jsenv.h — a p5.js-style JavaScript game as a PufferLib env: one QuickJS-ng runtime per env.
  *
  * The game is one .js file with global setup() and draw() (p5.js style) plus the RL lifecycle
- * resetGame(seed) and getGameState() -> {score, lives, gameState}. envs/vec/jsvec.py builds this
+ * resetGame(seed) and getGameState() -> {score, lives, gameState}. envs/js/env.py builds this
  * header once per picture size and action count (JS_PICTURE_* and JS_NUM_ACTIONS are defined
  * by a small generated header that includes this one) and links the engine objects it compiled
  * once from the quickjs-ng source distribution.
@@ -105,7 +105,6 @@ struct Env {
     int rasterize;    /* 0: the primitives draw nothing (tools/bench_env.py times the game alone) */
     int native_p5;    /* 1: the frequent p5 calls in C (p5native.h); 0: the prelude's JS for all */
     JsP5* p5;
-    unsigned int episode_seed;
     double last_score, episode_return;
     char game[1024];
     char err[JS_ERR];
@@ -639,7 +638,6 @@ void puf_init(Env* env, Dict* kwargs) {
 }
 
 static void js_begin_episode(Env* env, unsigned int seed) {
-    env->episode_seed = seed;
     env->steps = 0;
     env->episode_return = 0;
     if (!env->failed && js_call(env, env->fn_reset, (double)seed, "resetGame() and its first draw()",

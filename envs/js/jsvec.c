@@ -1,5 +1,5 @@
 /* jsvec.c — the JS env's calls beyond the vecenv's, compiled after vecenv.c into the same module
- * (envs/vec/jsvec.py declares them to cffi). */
+ * (envs/js/env.py declares them to cffi). */
 
 /* Index of the first env whose game failed (its message: js_vec_message), else -1. Envs stop at
  * their first error and report terminal on every later step. */
@@ -19,11 +19,6 @@ void js_vec_reset_seed(VecEnv* vec, int index, unsigned int seed) {
     if (index < 0 || index >= vec->num_envs) return;
     vec_clear_env_outputs(&vec->envs[index]);
     js_begin_episode(&vec->envs[index], seed);
-}
-
-unsigned int js_vec_episode_seed(VecEnv* vec, int index) {
-    if (index < 0 || index >= vec->num_envs) return 0;
-    return vec->envs[index].episode_seed;
 }
 
 /* Score, lives and state code of env `index` as of its last draw: out[3]. */

@@ -1,6 +1,6 @@
 /* isolate_server.c — the generic server: any env header, stepped in its own process over the
  * shared-memory protocol, so that a crash inside the env (a segfault, an exit()) ends this
- * process and not the trainer's (`--env.isolate 1`; envs/vec/shmvec.py builds and supervises it).
+ * process and not the trainer's (`--env.isolate 1`; envs/shm/env.py builds and supervises it).
  *
  * Built once per env header (cached like the env modules):
  *   cc -O3 -fopenmp -DENV_HEADER='"/path/to/env.h"' -I/path/to -Ienvs envs/shm/isolate_server.c -lm

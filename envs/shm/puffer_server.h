@@ -1,6 +1,6 @@
 /* puffer_server.h — the puffgpu shared-memory env protocol (docs/protocol.md), one header for
  * both ends: a game server includes it to serve its agents to a trainer, and the trainer's side
- * (envs/vec/shmvec.py, through cffi) uses the client half. C99 and C++ compile it (gcc, clang); POSIX
+ * (envs/shm/env.py, through cffi) uses the client half. C99 and C++ compile it (gcc, clang); POSIX
  * only (Linux, macOS).
  *
  * A server, in short:
@@ -476,7 +476,7 @@ static inline void puf_server_close(PufServer* s) {
 }
 
 /* ================================ trainer side ================================ */
-/* Used by envs/vec/shmvec.py through cffi: the trainer maps each block itself and hands its base
+/* Used by envs/shm/env.py through cffi: the trainer maps each block itself and hands its base
  * address here; a link also holds where that server's rows live in the trainer's own arrays. */
 
 typedef struct PufLink {

@@ -24,7 +24,7 @@ import sys
 
 import numpy as np
 
-from . import CMD_LOAD, CMD_QUIT, CMD_RESET, CMD_SAVE, CMD_STEP, FLAG_CLOSED, FLAG_READY, OK, UNSUPPORTED, \
+from .protocol import CMD_LOAD, CMD_QUIT, CMD_RESET, CMD_SAVE, CMD_STEP, FLAG_CLOSED, FLAG_READY, OK, UNSUPPORTED, \
     WORD_FLAGS, WORD_REQUEST_SEQ, Block, native, pid_alive, shm_unlink
 
 SLICE_NS = 200_000_000  # between checks that the parent is alive

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from envs.shm import CMD_QUIT, CMD_RESET, CMD_STEP, FAILED, OK  # noqa: E402
+from envs.shm.protocol import CMD_QUIT, CMD_RESET, CMD_STEP, FAILED, OK  # noqa: E402
 from envs.shm.server import Reacher, Server  # noqa: E402
 
 

@@ -20,7 +20,7 @@
  * Log: perf = coins / (decisions · frameskip / 6) (1 = every shot hits), score = coins per
  * episode, shot = share of coins taken by a shot, episode_return, episode_length, n.
  *
- * Built by envs/vec/shmvec.py (cc -O2, cached) from the [env] `build` key of envs/ocean/arena/arena.ini.
+ * Built by envs/shm/env.py (cc -O2, cached) from the [env] `build` key of envs/ocean/arena/arena.ini.
  */
 #include "puffer_server.h"  /* first: it sets the POSIX feature macros */
 

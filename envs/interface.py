@@ -1,13 +1,15 @@
 """The env interface: what the trainer, eval, play, the viewer and Go-Explore call on an env, and
 the mechanics every backend shares (arrays, action checks, config merging, seeds, buffers).
 
-Backends: C headers in-process through cffi (cvec.VecEnv), JavaScript games (jsvec.JsEnv, a
-VecEnv), and envs in other processes over shared memory (shmvec.ShmVecEnv: game servers, and
-headers run isolated). envs.make picks one (backends.py); `Env` is the contract they meet, checked
-over every backend by tests/test_env_interface.py.
+The env classes, one per kind package: C headers in-process through cffi (envs/c/env.py: VecEnv,
+GoExploreVecEnv), JavaScript games (envs/js/env.py: JsEnv, a VecEnv), envs in other processes over
+shared memory (envs/shm/env.py: ShmVecEnv, game servers and headers run isolated) and DDNet bots
+(envs/ddnet/env.py: DDNetEnv). envs.make resolves the env and its kind makes one; `Env` is the
+contract they meet, checked over every kind by tests/test_env_interface.py.
 """
 from __future__ import annotations
 
+import os
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -33,7 +35,7 @@ class Env(Protocol):
     Optional, where a backend has it: render(index) (an RGB image of one env), has_scripted and
     scripted_actions() (a rule-based policy), set_key(key, down) (keyboard input for play),
     set_clear_outputs(on), truncations [N], Go-Explore's archive methods (archive_stats,
-    save_archive, reset_real, ...: envs/vec/goexplore.py, for a header that includes goexplore.h),
+    save_archive, reset_real, ...: envs/c/goexplore.py, for a header that includes goexplore.h),
     save_state/load_state (servers that offer it), a JS game's game_state/final/frame/reset_seed.
     """
     name: str
@@ -76,6 +78,14 @@ class Env(Protocol):
     def close(self): ...
 
 
+def usable_cpus():
+    """CPUs this process may run on (its affinity mask where the OS has one: Linux), else all."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
 def spread_seed(seed, index):
     """The seed of the index-th env, server or process of a vecenv seeded `seed`."""
     return (int(seed) + int(index) * 0x9E3779B9) & 0xFFFFFFFF
@@ -89,7 +99,7 @@ def check_counts(total_agents, seed):
 
 
 def merge_config(defaults, overrides, env, ini, skip=()):
-    """`defaults` (an env's [env] keys: registry.env_config) updated by `overrides`. Values are
+    """`defaults` (an env's [env] keys: EnvSource.env_config) updated by `overrides`. Values are
     numbers (true/false count as 1/0) or, for keys whose default is text (a map file, a command, a
     JS action table), strings. An unknown key, or a number key given a non-number, is a ValueError
     that says what would be right. Keys in `skip` are the backend's own and left out."""

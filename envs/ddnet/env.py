@@ -24,8 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..ddnet.server import DDNetServerError
-from .interface import EnvBase, check_counts
+from ..interface import EnvBase, check_counts, merge_config
+from . import mapfile, net
+from .server import DEFAULT_MAPS, DEFAULT_SERVER, DDNetServerError, ServerPool
 
 # the bot's own state, in this order, at the start of each observation row
 STATE = ("alive", "progress", "vx", "vy", "tile_dx", "tile_dy", "hook_flying", "hook_grabbed", "hook_dx", "hook_dy",
@@ -45,6 +46,14 @@ DISTANCE_SCALE = 8.0  # tiles: the distance plane is (d(tile) − d(bot)) / this
 JOIN_TIMEOUT_S = 30.0  # a server none of whose bots is in the game this long is restarted
 CLIENT_TIMEOUT_S = 10  # ddnet_client.h starts a connection over after this long without a packet
 RESPAWN_RETRY_TICKS = 160  # DDNet respawns up to 3 s after a death; a kill lost on the way is sent again after this
+# the env's [env] keys and their defaults
+DDNET_DEFAULTS = {
+    "ddnet_map": "Tutorial", "ddnet_server": DEFAULT_SERVER,
+    # server commands run at start (tunes: bots pass through and cannot hook each other)
+    "ddnet_settings": "tune player_collision 0; tune player_hooking 0",
+    "servers": 0, "bots_per_server": 32, "ticks_per_decision": 5, "episode_seconds": 40.0, "stuck_seconds": 3.0,
+    "window_width": 15, "window_height": 11, "tile_reward": 0.1, "freeze_penalty": 0.01, "finish_bonus": 10.0,
+    "death_penalty": 1.0, "timeout": 5.0}
 
 
 class DDNetEnv(EnvBase):
@@ -53,16 +62,12 @@ class DDNetEnv(EnvBase):
 
     def __init__(self, source, total_agents, config=None, num_threads=None, seed=0, check_actions=True,
                  num_buffers=1):
-        from ..ddnet import mapfile, net
-        from ..ddnet.server import ServerPool
-        from .interface import merge_config
-        from .registry import env_config
         check_counts(total_agents, seed)
         if num_buffers != 1:
             raise ValueError(f"{source.name}: num_buffers = {num_buffers}: a DDNet env steps all its bots together "
                              f"(use num_buffers = 1)")
         self.name = source.name
-        self.config = merge_config(env_config(source), config, source.name, source.ini)
+        self.config = merge_config(source.env_config(), config, source.name, source.ini)
         c = self.config
         self.check_actions = check_actions
         self.num_agents = self.num_envs = int(total_agents)
@@ -140,7 +145,6 @@ class DDNetEnv(EnvBase):
 
     @staticmethod
     def _map_path(name, source):
-        from ..ddnet.server import DEFAULT_MAPS
         p = Path(name).expanduser()
         for candidate in (p, source.path.parent / p, DEFAULT_MAPS / p, DEFAULT_MAPS / f"{name}.map"):
             if candidate.suffix == ".map" and candidate.is_file():
@@ -149,7 +153,7 @@ class DDNetEnv(EnvBase):
                                 f"{DEFAULT_MAPS}: sudo apt-get install ddnet-data)")
 
     def _make_planes(self):
-        m, mapfile = self.map, __import__("envs.ddnet.mapfile", fromlist=["x"])
+        m = self.map
         g = m.game
         planes = np.stack([g == mapfile.TILE_SOLID, g == mapfile.TILE_NOHOOK, m.freeze, m.unfreeze, m.death,
                            m.finish]).astype(np.float32)

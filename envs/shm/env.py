@@ -52,14 +52,16 @@ from puffbase.logs import log_tail
 
 from ..build import build_executable
 from ..errors import EnvError
-from ..shm import (CMD_LOAD, CMD_QUIT, CMD_RESET, CMD_SAVE, CMD_STEP, OK, PATH_LEN, UNSUPPORTED, Block, ProtocolError,
-                   SHM_DIR, check_supported, native, pid_alive, shm_exists, shm_unlink)
-from .cvec import VecEnv, usable_cpus
-from .interface import EnvBase, check_counts, merge_config, spread_seed
-from .registry import SHM_KEYS, env_config, resolve
+from ..interface import EnvBase, check_counts, merge_config, spread_seed, usable_cpus
+from .protocol import (CMD_LOAD, CMD_QUIT, CMD_RESET, CMD_SAVE, CMD_STEP, OK, PATH_LEN, UNSUPPORTED, Block,
+                       ProtocolError, SHM_DIR, check_supported, native, pid_alive, shm_exists, shm_unlink)
 
 # Spin iterations before sleeping (see ShmVecEnv._choose_spins; docs/protocol.md has the measurements)
 LONG_SPIN, SHORT_SPIN = 20000, 100
+# [env] keys of the shared-memory layer, never passed to a C env's puf_init (the trainer's
+# default.ini carries isolate, processes and timeout for every env: each kind takes out what it
+# has no use for)
+SHM_KEYS = {"isolate": 0, "processes": 0, "timeout": 30.0, "reattach": 60.0}
 SERVER_KEYS = {"command", "build", "attach", "processes", "timeout", "reattach", "isolate"}
 ISOLATE_SOURCE = SHM_DIR / "isolate_server.c"
 MAX_RESTARTS_IN_A_ROW = 3
@@ -127,7 +129,7 @@ class _Server:
 class ShmVecEnv(EnvBase):
     """See the module docstring; make it with envs.make()."""
 
-    def __init__(self, name_or_path, total_agents, config=None, num_threads=None, seed=0, check_actions=True,
+    def __init__(self, source, total_agents, config=None, num_threads=None, seed=0, check_actions=True,
                  num_buffers=1, isolate=False):
         check_supported()
         check_counts(total_agents, seed)
@@ -140,11 +142,10 @@ class ShmVecEnv(EnvBase):
         self._closed = False
         self._seed = int(seed)
         config = dict(config or {})
-        source = resolve(name_or_path)
         if isolate:
             self._setup_isolate(source, total_agents, config, num_threads)
         else:
-            self._setup_command(source.path, total_agents, config)
+            self._setup_command(source, total_agents, config)
         self.spin, self.server_spin = self._choose_spins()
         _live.add(self)
         _install_hooks()
@@ -157,10 +158,11 @@ class ShmVecEnv(EnvBase):
 
     # ---- configuration ----
 
-    def _setup_command(self, ini, total_agents, overrides):
-        self.name = ini.stem
+    def _setup_command(self, source, total_agents, overrides):
+        ini = source.path
+        self.name = source.name
         self.header = None
-        values = merge_config(env_config(ini), overrides, ini, ini)
+        values = merge_config(source.env_config(), overrides, ini, ini)
         self.config = values
         self.timeout = float(values["timeout"])
         self.reattach = float(values["reattach"])
@@ -197,13 +199,13 @@ class ShmVecEnv(EnvBase):
         return lambda server: [fill(w, server) for w in words]
 
     def _setup_isolate(self, source, total_agents, overrides, num_threads):
-        header = name_or_path = source.path
-        self.name, self.header = header.stem, header
-        own = env_config(name_or_path)  # a key the env itself reads stays the env's too
+        header = source.path
+        self.name, self.header = source.name, header
+        own = source.env_config()  # a key the env itself reads stays the env's too
         shm_cfg = {k: overrides.get(k, v) if k in own else overrides.pop(k, v) for k, v in SHM_KEYS.items()}
         self.timeout = float(shm_cfg["timeout"])
         self.reattach = 0.0
-        self.config = VecEnv._merge_config(name_or_path, overrides)
+        self.config = merge_config(own, overrides, source.name, source.ini)
         # default one server (its envs on OpenMP threads, as in-process; the trainer reads its
         # arrays in place); more processes confine a crash to fewer agents, at one copy per step
         procs = int(shm_cfg["processes"]) or 1

@@ -34,34 +34,23 @@ Go-Explore env: its archive), so that the trainer names no env feature:
     env.restore_extras(checkpoint)  on resume: loads it back; returns lines for the user
 """
 
-import os
-
 import numpy as np
 
 from ..build import load_module
+from ..interface import PICTURE_KEYS, EnvBase, check_counts, merge_config, usable_cpus
 from .goexplore import GoExploreMixin, check_config
-from .interface import PICTURE_KEYS, EnvBase, check_counts, merge_config
-from .registry import env_config, resolve
-
-
-def usable_cpus():
-    """CPUs this process may run on (its affinity mask where the OS has one: Linux), else all."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # macOS, Windows
-        return os.cpu_count() or 1
 
 
 class VecEnv(EnvBase):
     """See the module docstring. Create with envs.make(). A header that includes goexplore.h
     gets a GoExploreVecEnv (below), with the archive's methods."""
 
-    def __init__(self, name_or_path, total_agents, config=None, num_threads=None, seed=0,
+    def __init__(self, source, total_agents, config=None, num_threads=None, seed=0,
                  check_actions=True, num_buffers=1):
-        self.config = self._merge_config(name_or_path, config)
-        header = self._env_header(name_or_path)
-        self.name = self._env_name(name_or_path, header)
-        self.header = header
+        self.source = source  # the EnvSource (envs.resolve)
+        self.name = source.name
+        self.config = self._merge_config(source, config)
+        self.header = header = self._env_header()
         check_counts(total_agents, seed)
         self.check_actions = check_actions  # set False to skip validation in a hot loop
 
@@ -96,7 +85,7 @@ class VecEnv(EnvBase):
         self.num_agents = n = lib.vec_num_agents(self._vec)
         self.obs_size = lib.vec_env_obs_size(self._vec)  # the row after puf_init (PUF_OBS_SIZE)
         try:
-            self.picture = self._declared_picture(name_or_path)
+            self.picture = self._declared_picture()
         except ValueError:
             self.close()
             raise
@@ -124,17 +113,15 @@ class VecEnv(EnvBase):
                      ffi.cast("float*", ffi.from_buffer(self._terminals)),
                      ffi.cast("unsigned char*", ffi.from_buffer(self._action_mask)))
 
-    # Hooks for envs that are not one plain header (envs/vec/jsvec.py: a JavaScript game file
-    # runs in a header built for its picture size and key table).
-    def _env_header(self, name_or_path):
-        return resolve(name_or_path).path
-
-    def _env_name(self, name_or_path, header):
-        return header.stem
+    # Hooks for envs that are not one plain header (envs/js/env.py: a JavaScript game file runs
+    # in a header built for its picture size and key table).
+    def _env_header(self):
+        return self.source.path
 
     def _load_module(self, header):
         return load_module(header)
-    def _declared_picture(self, name_or_path):
+
+    def _declared_picture(self):
         """(height, width, channels) from the header's PICTURE_* macros or the [env] keys
         picture_*, checked against the observation row; None if neither declares one. A header
         that declares the macros draws at that size whatever the ini says, so keys that disagree
@@ -143,7 +130,7 @@ class VecEnv(EnvBase):
         self._lib.vec_picture(out)
         macros = tuple(out)
         given = [k for k in PICTURE_KEYS if k in self.config]
-        ini = resolve(name_or_path).ini
+        ini = self.source.ini
         keys = None
         if given:
             if len(given) != 3:
@@ -225,9 +212,9 @@ class VecEnv(EnvBase):
         self._lib.vec_set_key(int(key), int(bool(down)))
 
     @staticmethod
-    def _merge_config(name_or_path, overrides):
+    def _merge_config(source, overrides):
         """The env ini's [env] keys updated by `overrides` (interface.merge_config's rules)."""
-        return merge_config(env_config(name_or_path), overrides, name_or_path, resolve(name_or_path).ini)
+        return merge_config(source.env_config(), overrides, source.name, source.ini)
 
     def _live(self):
         if self._vec is None:
@@ -317,8 +304,8 @@ class GoExploreVecEnv(GoExploreMixin, VecEnv):
     (envs/c/goexplore_vec.h), and the trainer reaches the archive through the same three hooks."""
 
     @staticmethod
-    def _merge_config(name_or_path, overrides):
-        config = VecEnv._merge_config(name_or_path, overrides)
+    def _merge_config(source, overrides):
+        config = VecEnv._merge_config(source, overrides)
         check_config(config)
         return config
 

@@ -1,0 +1,99 @@
+"""An env kind's declaration (Kind) and what a name or path resolves to (EnvSource).
+
+Each kind is a package of envs/ (envs/c/ C headers, envs/js/ JavaScript games, envs/shm/ game
+servers, envs/ddnet/ DDNet bots) whose kind.py declares it with one Kind, registered by one line
+in envs/registry.py. The registry is the only place that asks which kind a file is; everything
+downstream holds the EnvSource it returned and asks the source, never the kind's name.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from puffbase.ini import read_ini
+
+# PufferLib 5.0's default.ini [env] section: in every env's config, so a trainer can pass the
+# merged [env] section and headers may read these keys with dict_get.
+DEFAULT_ENV_KEYS = {"dr": 0, "num_agents": 1, "num_bots": 0}
+
+
+def beside(path: Path) -> Path:
+    """The ini beside an env's file (<name>.ini): where most kinds keep their settings."""
+    return path.with_suffix(".ini")
+
+
+@dataclass(frozen=True, eq=False)  # one object per kind: compared by identity
+class Kind:
+    """How one kind of env is recognised, configured and made.
+
+    name      its key ("header", "js", ...), for messages and `--help`
+    title     what it is, in words ("C header")
+    suffix    the suffix of the file that is such an env (".h"); a folder envs/ocean/<name>/ holding
+              <name><suffix> is one
+    noun      how a message names that file ("env header")
+    make      make(source, total_agents, config, **options) -> Env: the kind's env class, given the
+              EnvSource and the [env] overrides (envs.make's options: num_threads, seed,
+              check_actions, num_buffers); it takes out the trainer's [env] keys it has no use for
+    claims    whether a file with the suffix is this kind's (several kinds may share a suffix: an
+              ini is a game server's or a DDNet env's by its [env] keys); None: every such file
+    mark      what `claims` looks for, in words, for the message when no kind claims a file
+    ini_of    the env's ini, given its file (default: <name>.ini beside it; it need not exist)
+    defaults  [env] keys every env of this kind has, with their defaults, without an ini
+    sections  the sections of its ini that hold [env] keys (a JS game's [js] too)
+    training  the ini the trainer reads in place of the env's own when it has none (None: none)
+    browser   serve(source, **options): plays the env in a browser page (`envs.play --browser`),
+              or None
+    """
+    name: str
+    title: str
+    suffix: str
+    noun: str
+    make: Callable
+    claims: Callable[[Path], bool] | None = None
+    mark: str = ""
+    ini_of: Callable[[Path], Path] = beside
+    defaults: dict = field(default_factory=dict)
+    sections: tuple = ("env",)
+    training: Path | None = None
+    browser: Callable | None = None
+
+    def __repr__(self):
+        return f"Kind({self.name!r})"
+
+    def __str__(self):
+        return self.name
+
+
+@dataclass(frozen=True)
+class EnvSource:
+    """What a name or path stands for: its kind, the file that is the env (`path`: the .h, the .js,
+    the server's .ini) and the env's ini (`ini`, which may not exist). Resolved once, by
+    envs.resolve(); config loading, envs.make and the env class all take this object."""
+    name: str
+    kind: Kind
+    path: Path
+    ini: Path
+
+    def env_config(self) -> dict:
+        """The [env] keys the env accepts, with their defaults: PufferLib's default [env] keys, its
+        kind's, then those of its ini (its kind's sections of it)."""
+        config = {**DEFAULT_ENV_KEYS, **self.kind.defaults}
+        if self.ini.is_file():
+            data = read_ini(self.ini)
+            for section in self.kind.sections:
+                config.update(data.get(section, {}))
+        return config
+
+    @property
+    def training_ini(self) -> Path:
+        """The ini the trainer layers over its defaults: the env's own, or where it has none and its
+        kind names one, the kind's (a JS game without a game.ini: envs/js/default.ini). The path
+        may not exist (a C env without an ini)."""
+        if self.kind.training is not None and not self.ini.is_file():
+            return self.kind.training
+        return self.ini
+
+    def make(self, total_agents, config=None, **options):
+        """The env: `total_agents` agents, [env] overrides `config` (see envs.make)."""
+        return self.kind.make(self, total_agents, dict(config or {}), **options)
