@@ -163,7 +163,7 @@ def test_a_killed_server_is_restarted_and_its_bots_come_back(capsys):
         assert env.pool.restarts == 1 and env.server_pids()[1] != victim
         assert truncated[2:].min() >= 1 and truncated[:2].sum() == 0  # only the dead server's bots
         assert (env._state[:, env._F["phase"]] == 5).all() and env.active.all()
-        assert "exited" in capsys.readouterr().out
+        assert "exited" in capsys.readouterr().err
         # a server that stops answering (SIGSTOP) counts as hung after `timeout` seconds
         os.kill(env.server_pids()[0], signal.SIGSTOP)
         for _ in range(40):
@@ -171,7 +171,7 @@ def test_a_killed_server_is_restarted_and_its_bots_come_back(capsys):
             if env.pool.restarts == 2:
                 break
         assert env.pool.restarts == 2
-        assert "sent nothing for 1.5 s" in capsys.readouterr().out
+        assert "sent nothing for 1.5 s" in capsys.readouterr().err
 
 
 def test_a_map_reload_brings_the_bots_back():

@@ -576,7 +576,7 @@ def test_spin_before_sleeping_is_chosen_per_side(monkeypatch, cpus, processes, u
     with envs.make("arena", 8, config={"processes": processes}) as env:
         assert (env.spin, env.server_spin) == want
         for s in env._servers:  # what the server itself reads (puf_default_spin)
-            assert _environ(s.proc.pid)["PUFFER_SHM_SPIN"] == str(want[1])
+            assert _environ(s.child.pid)["PUFFER_SHM_SPIN"] == str(want[1])
         env.reset()
         _random_steps(env, 5)
         assert np.isfinite(env.observations).all()

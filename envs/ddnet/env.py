@@ -112,11 +112,8 @@ class DDNetEnv(EnvBase):
         if not 0 < float(c["timeout"]) < CLIENT_TIMEOUT_S:
             raise ValueError(f"[env] timeout = {c['timeout']}: must be in (0, {CLIENT_TIMEOUT_S}) seconds (the client "
                              f"starts a connection over after {CLIENT_TIMEOUT_S} s of silence)")
-        try:
-            self.pool = ServerPool(servers, self.map_path, clients=per, server=str(c["ddnet_server"]),
-                                   settings=str(c["ddnet_settings"]))
-        except DDNetServerError as e:
-            raise RuntimeError(str(e)) from None
+        self.pool = ServerPool(servers, self.map_path, clients=per, server=str(c["ddnet_server"]),
+                               settings=str(c["ddnet_settings"]), name=self.name)
         self._closed = False
         mod = net.native()
         self._ffi, self._lib = mod.ffi, mod.lib
@@ -130,7 +127,7 @@ class DDNetEnv(EnvBase):
             net.message_uuid("clientver@ddnet.tw"), b"bot", self.pool.password.encode())
         if self._client == ffi.NULL or self._lib.ddc_num_bots(self._client) != n:
             self.close()
-            raise RuntimeError(f"{self.name}: could not open {n} UDP sockets on 127.0.0.1")
+            raise DDNetServerError(f"{self.name}: could not open {n} UDP sockets on 127.0.0.1")
         self._F = net.F
         self._input = np.frombuffer(ffi.buffer(self._lib.ddc_input(self._client), 4 * n * net.INPUT_SIZE),
                                     np.int32).reshape(n, net.INPUT_SIZE)
@@ -141,7 +138,6 @@ class DDNetEnv(EnvBase):
         self._reset_bookkeeping()
         self._in_game_at = [time.monotonic()] * servers  # when each server last had a bot in the game
         self.decisions = self.missed = 0
-        self.faults = []
 
     @staticmethod
     def _map_path(name, source):
@@ -204,7 +200,7 @@ class DDNetEnv(EnvBase):
                 break
             self._supervise()
             if time.monotonic() > deadline:
-                raise RuntimeError(f"{self.name}: {int((~ready).sum())} of {self.num_agents} bots did not join their "
+                raise DDNetServerError(f"{self.name}: {int((~ready).sum())} of {self.num_agents} bots did not join their "
                                    f"server within 30 s")
             time.sleep(0.05)
         for i in range(self.num_agents):
@@ -456,13 +452,7 @@ class DDNetEnv(EnvBase):
                 continue
             why = ("exited" if s in dead else f"sent nothing for {self.config['timeout']:g} s" if silent else
                    f"let none of its bots into the game for {JOIN_TIMEOUT_S:g} s")
-            line = f"{self.name}: DDNet server {s} (port {self.pool.servers[s].port}) {why}"
-            self.faults.append(line)
-            print(f"warning: {line}\n  restarting it; its {int(mine.sum())} bots' episodes end as truncated", flush=True)
-            try:
-                self.pool.restart(s)
-            except DDNetServerError as e:
-                raise RuntimeError(f"{line}, and could not be started again: {e}") from None
+            self.pool.restart(s, why, f"its {int(mine.sum())} bots' episodes end as truncated")
             self._in_game_at[s] = time.monotonic()
             restarted = True
             for i in np.flatnonzero(mine):
@@ -539,6 +529,11 @@ class DDNetEnv(EnvBase):
 
     def server_pids(self):
         return self.pool.pids() if self.pool else []
+
+    @property
+    def faults(self):
+        """One line per server fault (a restart), newest last."""
+        return self.pool.sup.faults if self.pool else []
 
     def close(self):
         if getattr(self, "_closed", True) and getattr(self, "pool", None) is None:

@@ -3,7 +3,6 @@ come from outside it: the Huffman frequency table (from twnet-parser, the protoc
 implementation on PyPI) and the UUIDs of DDNet's extended snapshot items."""
 from __future__ import annotations
 
-import hashlib
 import struct
 import uuid
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ..build import load_cffi
+from ..errors import EnvError
 
 DDNET_DIR = Path(__file__).resolve().parent
 
@@ -63,18 +63,14 @@ def huffman_frequencies() -> np.ndarray:
     try:
         from twnet_parser.huffman_twnet_parser import FREQUENCY_TABLE
     except ImportError:
-        raise RuntimeError("the DDNet env needs twnet-parser for the protocol's Huffman table: "
+        raise EnvError("the DDNet env needs twnet-parser for the protocol's Huffman table: "
                            "pip install -e \".[ddnet]\" (or pip install twnet-parser)") from None
     freq = np.asarray(FREQUENCY_TABLE[:256], dtype=np.uint32)
     if freq.shape != (256,):
-        raise RuntimeError(f"twnet-parser's FREQUENCY_TABLE has {len(FREQUENCY_TABLE)} entries, not 256 (+EOF)")
+        raise EnvError(f"twnet-parser's FREQUENCY_TABLE has {len(FREQUENCY_TABLE)} entries, not 256 (+EOF)")
     return freq
 
 
 def native():
     """The cffi module of ddnet_client.h (built once, cached)."""
     return load_cffi("ddnet", CDEF, '#include "ddnet_client.h"\n', includes=[DDNET_DIR])
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha1(text.encode()).hexdigest()[:8]

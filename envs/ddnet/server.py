@@ -1,41 +1,39 @@
-"""Unmodified DDNet-Server processes on loopback, supervised: one that exits or stops answering is
-killed and started again on the same port.
+"""Unmodified DDNet-Server processes on loopback, on the env supervisor (envs/supervisor.py): one that
+exits or stops answering is killed and started again on the same port.
 
     pool = ServerPool(2, "/usr/share/games/ddnet/data/maps/Tutorial.map", clients=32)   # two servers, 32 slots each
     pool.ports                                     # their UDP game ports (127.0.0.1)
     pool.password                                  # their remote console's (rcon) password
     pool.exited()                                  # indexes of servers whose process ended
-    pool.restart(0, "why")                         # kill -9 and start again, same port
+    pool.restart(0, "why", "what it means")        # reported, killed, started again on the same port
     pool.close()                                   # every process gone, every port free
 
 Each server runs in its own temporary home (HOME, XDG_DATA_HOME), so its rank database and logs go
 there and are removed with it, and binds 127.0.0.1 only (bindaddr, sv_ipv4only). Its external
 console (econ) is not used: DDNet binds it on every interface whatever ec_bindaddr says; the env
-sends console commands over a bot's own connection (rcon) instead.
+sends console commands over a bot's own connection (rcon) instead. Servers die with the trainer,
+even a SIGKILLed one (the supervisor's die_with_trainer).
 """
 from __future__ import annotations
 
 import os
 import secrets
 import shutil
-import signal
 import socket
-import subprocess
-import tempfile
-import time
 from pathlib import Path
 
-from puffbase.logs import log_tail
+from ..errors import EnvError
+from ..supervisor import Supervisor
 
 DEFAULT_SERVER = "/usr/games/DDNet-Server"
 DEFAULT_MAPS = Path("/usr/share/games/ddnet/data/maps")
 INSTALL_HINT = ("install DDNet's server: sudo apt-get install ddnet-server (Debian 12+/Ubuntu 22.04+), or give "
-                "[env] server = /path/to/DDNet-Server")
+                "[env] ddnet_server = /path/to/DDNet-Server")
 START_TIMEOUT = 15.0
 
 
-class DDNetServerError(RuntimeError):
-    """A server could not be found, started or reached."""
+class DDNetServerError(EnvError):
+    """A server could not be found, started, reached or restarted."""
 
 
 def free_port(kind=socket.SOCK_DGRAM) -> int:
@@ -56,20 +54,6 @@ def bound_udp_ports() -> set:
     return ports
 
 
-def _pdeathsig():
-    """prctl(PR_SET_PDEATHSIG, SIGKILL) for the child before exec: it dies with the trainer, even when
-    the trainer is SIGKILLed (Linux). Looked up here, in the parent: the forked child only calls it."""
-    import ctypes
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    return lambda: prctl(1, signal.SIGKILL)
-
-
-_die_with_parent = _pdeathsig()
-
-
 def find_server(path: str) -> str:
     exe = shutil.which(path) or (path if os.access(path, os.X_OK) else None)
     if exe is None:
@@ -77,18 +61,11 @@ def find_server(path: str) -> str:
     return exe
 
 
-class Server:
-    def __init__(self, index: int):
-        self.index = index
-        self.port = free_port()
-        self.proc = None
-        self.home = None
-        self.gen = 0
-
-
 class ServerPool:
+    """`count` DDNet servers of one map, `clients` slots each; `name` (the env's) for messages."""
+
     def __init__(self, count: int, map_path, clients: int, server: str = DEFAULT_SERVER,
-                 settings: str = "", timeout: float = START_TIMEOUT):
+                 settings: str = "", timeout: float = START_TIMEOUT, name: str = "ddnet"):
         self.exe = find_server(server)
         self.map_path = Path(map_path)
         self.map_name = self.map_path.stem
@@ -96,14 +73,22 @@ class ServerPool:
         self.settings = settings
         self.timeout = timeout
         self.password = secrets.token_hex(8)
-        self.restarts = 0
-        self.servers = [Server(i) for i in range(count)]
-        self._tmp = tempfile.mkdtemp(prefix="puffgpu-ddnet-")
+        self.sup = Supervisor(name, "DDNet server", DDNetServerError, owner_close=self.close, die_with_trainer=True,
+                              prefix="puffgpu-ddnet-")
+        self._tmp = self.sup.folder
+        self.servers = []
+        for i in range(count):
+            home = self.sup.folder / f"server{i}"
+            env = {**os.environ, "HOME": str(home), "XDG_DATA_HOME": str(home / "data")}
+            s = self.sup.add(i, self._command, cwd=home, env=env, log_dir=home)
+            s.port, s.home = free_port(), home
+            s.detail = f"{self.map_name}, port {s.port}"
+            self.servers.append(s)
         try:
             for s in self.servers:
-                self._spawn(s)
+                self.sup.start(s)
             for s in self.servers:
-                self._attach(s)
+                self._wait_ready(s)
         except BaseException:
             self.close()
             raise
@@ -112,7 +97,11 @@ class ServerPool:
     def ports(self) -> list:
         return [s.port for s in self.servers]
 
-    def _config(self, s: Server) -> str:
+    @property
+    def restarts(self) -> int:
+        return self.sup.restarts
+
+    def _config(self, s) -> str:
         # everything on loopback; slots for every bot from one address; no connection-rate limit
         return "; ".join([
             f"sv_map {self.map_name}", f"sv_port {s.port}", "bindaddr 127.0.0.1", "sv_ipv4only 1", "sv_register 0",
@@ -121,82 +110,31 @@ class ServerPool:
             f"sv_rcon_password {self.password}",
             *(c.strip() for c in self.settings.split(";") if c.strip())])
 
-    def _spawn(self, s: Server):
-        s.gen += 1
-        s.home = Path(self._tmp) / f"server{s.index}"
+    def _command(self, s) -> list:
         # the map goes into the server's own storage (its user folder comes first in DDNet's search
         # path), so any .map file loads under its name
         maps = s.home / "data" / "ddnet" / "maps"
         maps.mkdir(parents=True, exist_ok=True)
         if not (maps / self.map_path.name).exists():
             (maps / self.map_path.name).symlink_to(self.map_path.resolve())
-        env = {**os.environ, "HOME": str(s.home), "XDG_DATA_HOME": str(s.home / "data")}
-        s.log_path = s.home / f"server.{s.gen}.log"
-        with open(s.log_path, "wb") as out:
-            try:
-                s.proc = subprocess.Popen([self.exe, self._config(s)], stdin=subprocess.DEVNULL, stdout=out,
-                                          stderr=subprocess.STDOUT, cwd=s.home, env=env, start_new_session=True,
-                                          preexec_fn=_die_with_parent)
-            except OSError as e:
-                raise DDNetServerError(f"cannot start {self.exe}: {e}; {INSTALL_HINT}") from None
+        return [self.exe, self._config(s)]
 
-    def _attach(self, s: Server):
-        """Waits until the server's process has bound its port (read from /proc/net/udp: binding the
-        port here to probe it could take it from the server)."""
-        deadline = time.monotonic() + self.timeout
-        while True:
-            code = s.proc.poll()
-            if code is not None:
-                raise DDNetServerError(f"DDNet server {s.index} ({self.map_name}, port {s.port}) exited with code "
-                                       f"{code} while starting; its output ends:\n{log_tail(s.log_path)}")
-            if s.port in bound_udp_ports():
-                return
-            if time.monotonic() > deadline:
-                raise DDNetServerError(f"DDNet server {s.index} ({self.map_name}) did not open port {s.port} within "
-                                       f"{self.timeout:g} s; its output ends:\n{log_tail(s.log_path)}")
-            time.sleep(0.05)
+    def _wait_ready(self, s):
+        """Until the server's process has bound its port (read from /proc/net/udp: binding the port
+        here to probe it could take it from the server)."""
+        self.sup.wait_ready(s, lambda: s.port in bound_udp_ports(), self.timeout, f"opened port {s.port}", poll=0.05)
 
     def exited(self) -> list:
         """Indexes of servers whose process has ended."""
-        return [s.index for s in self.servers if s.proc is not None and s.proc.poll() is not None]
+        return [s.index for s in self.servers if s.poll() is not None]
 
-    def restart(self, index: int, tries: int = 3):
-        """Kills server `index` (if it still runs) and starts it again on the same port (a few tries:
-        a loaded machine may be slow to start one); DDNetServerError when none succeeds."""
-        s = self.servers[index]
-        self.restarts += 1
-        for attempt in range(tries):
-            self._stop(s)
-            self._spawn(s)
-            try:
-                self._attach(s)
-                return
-            except DDNetServerError:
-                if attempt == tries - 1:
-                    raise
-
-    def _stop(self, s: Server):
-        if s.proc is not None and s.proc.poll() is None:
-            try:
-                os.killpg(s.proc.pid, signal.SIGKILL)
-            except OSError:
-                s.proc.kill()
-        if s.proc is not None:
-            s.proc.wait()
+    def restart(self, index: int, why: str, consequence: str = ""):
+        """Server `index` failed (`why`): reported, killed if it still runs and started again on the
+        same port (three failed starts in a row: DDNetServerError)."""
+        self.sup.restart(self.servers[index], why, self._wait_ready, consequence)
 
     def pids(self) -> list:
-        return [s.proc.pid if s.proc is not None else None for s in self.servers]
+        return self.sup.pids()
 
     def close(self):
-        for s in self.servers:
-            if s.proc is not None and s.proc.poll() is None:
-                s.proc.terminate()  # DDNet-Server shuts down cleanly on SIGTERM
-        deadline = time.monotonic() + 2.0
-        for s in self.servers:
-            if s.proc is not None and s.proc.poll() is None:
-                try:
-                    s.proc.wait(max(0.01, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    pass
-            self._stop(s)
-        shutil.rmtree(self._tmp, ignore_errors=True)
+        self.sup.close()  # SIGTERM (DDNet-Server shuts down cleanly), 2 s, then SIGKILL; the homes go too

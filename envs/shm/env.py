@@ -21,8 +21,10 @@ Faults: a server that exits, crashes, or does not answer within `timeout` second
 (exit status and the tail of its output), killed, restarted and reset; its agents' episodes end
 as truncated (terminals and truncations 1, reward 0) and training goes on. env/server_restarts
 counts restarts. A server that cannot start, or a header that disagrees with the others (version,
-sizes, dtype, agent count), is an error naming both sides' values. close() quits the servers; an
-atexit hook and a SIGTERM hook do it too, and servers exit by themselves when their parent dies.
+sizes, dtype, agent count), is an error naming both sides' values. The processes are the env
+supervisor's (envs/supervisor.py: start, readiness, restarts, log tails, close). close() quits
+the servers; an atexit hook and a SIGTERM hook do it too, and servers exit by themselves when
+their parent dies.
 
 Attach mode: the trainer writes its pid into each block (trainer_pid), watches each server's pid
 from the header while it waits, and quits the servers at close(). An attached server that dies or
@@ -33,26 +35,18 @@ an error. An attached server whose trainer died (its pid gone) forgets it and wa
 """
 from __future__ import annotations
 
-import atexit
 import itertools
 import os
 import shlex
-import signal
-import subprocess
 import sys
-import tempfile
-import threading
 import time
-import weakref
-from pathlib import Path
 
 import numpy as np
-
-from puffbase.logs import log_tail
 
 from ..build import build_executable
 from ..errors import EnvError
 from ..interface import EnvBase, check_counts, merge_config, spread_seed, usable_cpus
+from ..supervisor import Supervisor
 from .protocol import (CMD_LOAD, CMD_QUIT, CMD_RESET, CMD_SAVE, CMD_STEP, OK, PATH_LEN, UNSUPPORTED, Block,
                        ProtocolError, SHM_DIR, check_supported, native, pid_alive, shm_exists, shm_unlink)
 
@@ -64,12 +58,10 @@ LONG_SPIN, SHORT_SPIN = 20000, 100
 SHM_KEYS = {"isolate": 0, "processes": 0, "timeout": 30.0, "reattach": 60.0}
 SERVER_KEYS = {"command", "build", "attach", "processes", "timeout", "reattach", "isolate"}
 ISOLATE_SOURCE = SHM_DIR / "isolate_server.c"
-MAX_RESTARTS_IN_A_ROW = 3
 SLICE_NS = 50_000_000  # the trainer checks that its servers live this often while waiting
 STARTUP_S = 5.0  # a launched server has max(timeout, this) to create its block (an attached one: timeout)
 
 _counter = itertools.count()
-_live: "weakref.WeakSet[ShmVecEnv]" = weakref.WeakSet()
 
 
 class ServerError(EnvError):
@@ -77,51 +69,21 @@ class ServerError(EnvError):
     during training that a restart can mend is a warning, not this)."""
 
 
-def _signal_exit(signum, frame):
-    """SIGTERM with no handler of the program's own: close every server env, then die of the
-    signal as before."""
-    for env in list(_live):
-        env.close()
-    signal.signal(signum, signal.SIG_DFL)
-    os.kill(os.getpid(), signum)
-
-
-def _install_hooks():
-    if getattr(_install_hooks, "done", False):
-        return
-    _install_hooks.done = True
-    atexit.register(lambda: [env.close() for env in list(_live)])
-    if threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGTERM"):
-        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
-            signal.signal(signal.SIGTERM, _signal_exit)
-
-
 def _mismatch(spec, expect):
     """The first (key, declared, expected) where a server's spec differs from `expect`, or None."""
     return next(((k, spec[k], want) for k, want in (expect or {}).items() if spec[k] != want), None)
 
 
-def _exit_text(code):
-    if code is None:
-        return "still running (no answer)"
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit status {code}"
-
-
 class _Server:
-    """One server process and its block."""
+    """One server and its block: `child` is its process (envs.supervisor.Child) when the trainer
+    started it, None when it is attached; `gen` counts its starts (or attachments)."""
 
     def __init__(self, index, agents, seed):
         self.index, self.agents, self.seed = index, agents, seed
         self.gen = 0
-        self.proc = None
+        self.child = None
         self.block = None
         self.name = None
-        self.log_path = None
         self.rows = (0, 0)
         self.rung_at = 0.0
 
@@ -134,21 +96,17 @@ class ShmVecEnv(EnvBase):
         check_supported()
         check_counts(total_agents, seed)
         self.check_actions = check_actions
-        self.restarts = 0
-        self.faults = []  # one line per fault, newest last
         self._servers = []
-        self._tmp = tempfile.mkdtemp(prefix="puffgpu-servers-")
         self._id = next(_counter)
         self._closed = False
         self._seed = int(seed)
+        self._sup = Supervisor(source.name, "server", ServerError, owner_close=self.close)
         config = dict(config or {})
         if isolate:
             self._setup_isolate(source, total_agents, config, num_threads)
         else:
             self._setup_command(source, total_agents, config)
         self.spin, self.server_spin = self._choose_spins()
-        _live.add(self)
-        _install_hooks()
         try:
             self._start_all()
             self._bind(num_buffers)
@@ -231,62 +189,45 @@ class ShmVecEnv(EnvBase):
 
     # ---- processes ----
 
-    def _spawn(self, s):
-        s.name = (self._attach[s.index] if self._attach else
-                  f"/puf{os.getpid()}-{self._id}-{s.index}-{s.gen}")
-        if self._attach:
-            return
-        assert len(s.name) <= 31, s.name  # macOS's limit on shared-memory names
-        if shm_exists(s.name):
-            shm_unlink(s.name)  # a stale block of a dead run with the same pid
-        s.log_path = Path(self._tmp) / f"server{s.index}.{s.gen}.log"
-        argv = self._argv(s)
-        with open(s.log_path, "wb") as out:
-            try:
-                s.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                          cwd=self._cwd, start_new_session=True,  # Ctrl-C reaches the trainer only
-                                          env={**os.environ, "PUFFER_SHM_SPIN": str(self.server_spin)})
-            except OSError as e:
-                raise ServerError(f"{self.name}: cannot start server {s.index}: {shlex.join(argv)}: {e}") from None
-        s.argv = argv
+    def _command(self, s):
+        """How server s is started (again): a new block name each start, and its argv."""
+        def command(child):
+            s.gen = child.gen
+            s.name = f"/puf{os.getpid()}-{self._id}-{s.index}-{s.gen}"
+            assert len(s.name) <= 31, s.name  # macOS's limit on shared-memory names
+            if shm_exists(s.name):
+                shm_unlink(s.name)  # a stale block of a dead run with the same pid
+            child.detail = f"block {s.name}"
+            return self._argv(s)
+        return command
 
     def _describe(self, s):
-        if s.proc is None:
+        if s.child is None:
             return f"attached server {s.index} (block {s.name})"
-        code = s.proc.poll()
-        tail = log_tail(s.log_path)
-        return (f"server {s.index} (pid {s.proc.pid}, block {s.name}): {_exit_text(code)}"
-                + ("; its output ends:\n    " + "\n    ".join(tail.splitlines()[-15:]) if tail else "; no output"))
+        return self._sup.describe(s.child)
 
     def _connect(self, s, expect):
         """Waits for the server's block, maps it, checks it and unlinks its name."""
-        wait = self.timeout if s.proc is None else max(self.timeout, STARTUP_S)
-        deadline = time.monotonic() + wait
-        while True:
-            if s.proc is not None and s.proc.poll() is not None:
-                raise ServerError(f"{self.name}: {self._describe(s)}\n  (it exited before its block was ready; "
-                                  f"command: {shlex.join(s.argv)})")
+        def ready():
             try:
-                b = Block.attach_ready(s.name, who=f"server {s.index}")
+                return Block.attach_ready(s.name, who=f"server {s.index}")
             except ProtocolError as e:
                 raise ServerError(f"{self.name}: {e}") from None
             except FileNotFoundError:
-                b = None
-            if b is not None:
-                break
-            if time.monotonic() > deadline:
-                exists = shm_exists(s.name)
-                if s.proc is None:
+                return None
+        if s.child is not None:
+            b = self._sup.wait_ready(s.child, ready, max(self.timeout, STARTUP_S), lambda: (
+                f"marked its block {s.name} ready" if shm_exists(s.name) else f"created its block {s.name}"))
+        else:
+            deadline = time.monotonic() + self.timeout
+            while (b := ready()) is None:
+                if time.monotonic() > deadline:
                     raise ServerError(
                         f"{self.name}: " + (f"the block {s.name} exists but its server has not marked it ready"
-                                            if exists else f"no server has created the block {s.name} yet")
-                        + f" (waited {wait:g} s, [env] timeout); attach mode maps blocks of servers started "
+                                            if shm_exists(s.name) else f"no server has created the block {s.name} yet")
+                        + f" (waited {self.timeout:g} s, [env] timeout); attach mode maps blocks of servers started "
                         f"beforehand: start the server, or fix attach = ... in the env's ini")
-                raise ServerError(f"{self.name}: server {s.index} (pid {s.proc.pid}) is running but "
-                                  + (f"has not marked its block {s.name} ready" if exists else
-                                     f"has not created its block {s.name}")
-                                  + f" after {wait:g} s; {self._describe(s)}")
-            time.sleep(0.002)
+                time.sleep(0.002)
         if not self._attach:
             shm_unlink(s.name)  # both sides have it mapped: the name is no longer needed
         b.h["trainer_pid"] = os.getpid()  # an attached server watches it to learn that its trainer died
@@ -300,8 +241,13 @@ class ShmVecEnv(EnvBase):
         return spec
 
     def _start_all(self):
+        env = {**os.environ, "PUFFER_SHM_SPIN": str(self.server_spin)}
         for s in self._servers:
-            self._spawn(s)
+            if self._attach:
+                s.name = self._attach[s.index]
+            else:  # the protocol's servers watch their parent themselves: no die_with_trainer here
+                s.child = self._sup.add(s.index, self._command(s), cwd=self._cwd, env=env)
+                self._sup.start(s.child)
         self.spec = None
         for s in self._servers:
             spec = self._connect(s, None if self.spec is None else self._same(self.spec))
@@ -453,15 +399,14 @@ class ShmVecEnv(EnvBase):
             for s in self._servers[lo:hi]:
                 if not self._links[s.index].pending:
                     continue
-                if s.proc is None:  # attached: its pid in the header says whether it lives
+                if s.child is None:  # attached: its pid in the header says whether it lives
                     pid = int(s.block.h["server_pid"])
                     if not pid_alive(pid):
                         self._reattach(s, f"exited (pid {pid} is gone)")
                     elif now - s.rung_at > self.timeout:
                         self._reattach(s, f"did not answer within {self.timeout:g} s")
                     continue
-                code = s.proc.poll()
-                if code is not None:
+                if s.child.poll() is not None:
                     self._restart(s, "exited")
                 elif now - s.rung_at > self.timeout:
                     self._restart(s, f"did not answer within {self.timeout:g} s")
@@ -469,54 +414,28 @@ class ShmVecEnv(EnvBase):
         for s in self._servers[lo + max(bad, 0):hi] if bad >= 0 else ():
             status = int(s.block.h["status"])
             if status != OK and cmd in (CMD_STEP, CMD_RESET):
-                pid = s.proc.pid if s.proc else "unknown: attached"
+                pid = s.child.pid if s.child else "unknown: attached"
                 raise ServerError(f"{self.name}: server {s.index} (pid {pid}, block {s.name}) answered a "
                                   f"{'step' if cmd == CMD_STEP else 'reset'} with status {status}: "
                                   f"{s.block.message() or 'no message'}")
 
     def _restart(self, s, why):
-        """A failed server: report, kill, start a new one, reset it; its rows end their episodes as
-        truncated."""
-        for attempt in range(MAX_RESTARTS_IN_A_ROW + 1):
-            alive = s.proc.poll() is None
-            if alive:
-                s.proc.kill()
-            s.proc.wait()
-            line = f"{self.name}: {why}: {self._describe(s)}"
-            if alive:
-                line = line.replace("killed by SIGKILL", "killed (SIGKILL) by the trainer", 1)
-            self.faults.append(line)
-            print(f"warning: {line}\n  restarting it; its {s.declared} agents' episodes end as truncated",
-                  file=sys.stderr, flush=True)
-            if attempt == MAX_RESTARTS_IN_A_ROW:
-                raise ServerError(f"{self.name}: server {s.index} failed {MAX_RESTARTS_IN_A_ROW + 1} times in a row; "
-                                  f"giving up. Last: {line}")
-            self.restarts += 1
-            old = s.block
-            s.block = None
-            s.gen += 1
-            self._spawn(s)
-            try:
-                spec = self._connect(s, {**self._same(self.spec), "num_agents": s.declared})
-            except ServerError as e:
-                why = f"failed to restart ({str(e).splitlines()[0]})"
-                continue
-            finally:
-                s.keep = None
-                if old is not None:
-                    self._retire(old)
-                    old = None
-            del spec
+        """A failed server: reported, killed and started again by the supervisor, then reset; its
+        rows end their episodes as truncated."""
+        def ready(child):
+            if s.block is not None:  # the replaced server's block: its episodes' log sums still count
+                self._retire(s.block)
+                s.block = s.keep = None
+            self._connect(s, {**self._same(self.spec), "num_agents": s.declared})
             self._adopt(s)
             deadline = time.monotonic() + self.timeout
             while self._lib.puf_client_wait_all(self._links + s.index, 1, SLICE_NS, self.spin, 1):
-                if s.proc.poll() is not None or time.monotonic() > deadline:
+                if child.poll() is not None or time.monotonic() > deadline:
                     break
             if self._links[s.index].pending:
-                why = "failed during its reset after a restart"
-                continue
-            self._truncate(s)
-            return
+                raise ServerError(f"{self.name}: server {s.index} failed during its reset after a restart")
+        self._sup.restart(s.child, why, ready, f"its {s.declared} agents' episodes end as truncated")
+        self._truncate(s)
 
     def _retire(self, block):
         """A replaced server's block: the episodes that ended in it still count (its log sums); with
@@ -576,7 +495,7 @@ class ShmVecEnv(EnvBase):
                               f"the one before had {wrong[2]!r}; it must declare the same")
         b.h["trainer_pid"] = os.getpid()
         s.block = b
-        self.restarts += 1
+        self._sup.restarts += 1
         s.gen += 1
         self._adopt(s)
         deadline = time.monotonic() + self.timeout
@@ -612,7 +531,7 @@ class ShmVecEnv(EnvBase):
             s.rung_at = now
         while self._lib.puf_client_wait_all(self._links, len(self._servers), SLICE_NS, self.spin, 1):
             for s in self._servers:
-                if self._links[s.index].pending and ((s.proc and s.proc.poll() is not None)
+                if self._links[s.index].pending and ((s.child and s.child.poll() is not None)
                                                      or time.monotonic() - s.rung_at > self.timeout):
                     raise ServerError(f"{self.name}: server {s.index} failed during a state command: {self._describe(s)}")
         what = "save" if cmd == CMD_SAVE else "load"
@@ -680,15 +599,24 @@ class ShmVecEnv(EnvBase):
                                   f"in-process (without isolate) or in the game itself")
 
     def server_pids(self):
-        return [s.proc.pid if s.proc else None for s in self._servers]
+        return [s.child.pid if s.child else None for s in self._servers]
+
+    @property
+    def restarts(self):
+        """Servers restarted (or attached again) so far."""
+        return self._sup.restarts
+
+    @property
+    def faults(self):
+        """One line per fault, newest last."""
+        return self._sup.faults
 
     def close(self):
         if self._closed:
             return
         self._closed = True
-        _live.discard(self)
-        for s in self._servers:
-            live = s.proc.poll() is None if s.proc is not None else (
+        for s in self._servers:  # quit over the protocol: every live server, attached ones too
+            live = s.child.running if s.child is not None else (
                 s.block is not None and pid_alive(int(s.block.h["server_pid"])))
             if s.block is not None and live and hasattr(self, "_links"):
                 try:
@@ -696,15 +624,8 @@ class ShmVecEnv(EnvBase):
                         self._lib.puf_client_ring(self._links + s.index, CMD_QUIT, 0)
                 except Exception:
                     pass
-        deadline = time.monotonic() + 2.0
-        for s in self._servers:
-            if s.proc is None:
-                continue
-            try:
-                s.proc.wait(max(0.01, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                s.proc.kill()
-                s.proc.wait()
+        if getattr(self, "_sup", None) is not None:
+            self._sup.close(ask=lambda child: None)  # asked above: 2 s, then SIGKILL for what is left
         self._observations = self._rewards = None  # possibly views of the blocks
         for b in getattr(self, "_retired", []):
             b.close()
@@ -718,9 +639,6 @@ class ShmVecEnv(EnvBase):
                     shm_unlink(s.name)  # its server died: nobody else will remove the block
             if s.name and not self._attach:
                 shm_unlink(s.name)
-        if getattr(self, "_tmp", None):
-            import shutil
-            shutil.rmtree(self._tmp, ignore_errors=True)
 
     def __repr__(self):
         return (f"ShmVecEnv({self.name!r}, num_agents={self.num_agents}, obs_size={self.obs_size}, "

@@ -17,13 +17,12 @@ block's name) when its parent goes away or on SIGTERM/SIGHUP.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import os
 import signal
-import sys
 
 import numpy as np
 
+from ..supervisor import die_with_parent
 from .protocol import CMD_LOAD, CMD_QUIT, CMD_RESET, CMD_SAVE, CMD_STEP, FLAG_CLOSED, FLAG_READY, OK, UNSUPPORTED, \
     WORD_FLAGS, WORD_REQUEST_SEQ, Block, native, pid_alive, shm_unlink
 
@@ -51,10 +50,8 @@ class Server:
         self.spin = self._lib.puf_default_spin()
         for sig in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, self._on_signal)
-        if sys.platform.startswith("linux"):  # PR_SET_PDEATHSIG = 1
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
-            if os.getppid() != self._parent:
-                self._on_signal(signal.SIGTERM, None)
+        if die_with_parent(signal.SIGTERM) and os.getppid() != self._parent:  # it died before that
+            self._on_signal(signal.SIGTERM, None)
         if ready:
             self.set_ready()
 
