@@ -169,7 +169,7 @@ def test_mask_path_is_bit_identical_when_all_legal(gpu):
     for masks in (True, False):
         _, m, spec, policy, learner = gr.learner_setup(gpu, "small_vtrace")
         if not masks:
-            learner = Learner(policy, learner.rollout, learner.M, gr.learner_config(m), masks=False)
+            learner = Learner(policy, learner.rollout, gr.learner_config(m), minibatch_size=learner.M, masks=False)
         res = [learner.run(m["lr"])["per_minibatch"].tobytes() for _ in range(2)]
         finals.append((policy.read_weights().tobytes(), learner.muon.read_momentum().tobytes(), res))
     assert finals[0] == finals[1]

@@ -1,9 +1,12 @@
 """The learner vs torch goldens: advantage, PPO loss, Muon alone, and whole minibatch updates; determinism."""
+from dataclasses import replace
+
 import pytest
 
 import golden.runs as gr
 from golden.check import assert_close, meta
-from trainer.learner import LearnerConfig, cosine_lr, epoch_lr
+from trainer.config import cosine_lr
+from trainer.learner import LearnerConfig
 
 
 def slow_if_platformer(cases):
@@ -71,24 +74,26 @@ def test_cosine_lr_per_epoch():
 
 
 def test_lr_warmup_scales_the_schedule():
-    t = {"learning_rate": 0.01, "anneal_lr": 1, "min_lr_ratio": 0.0, "lr_warmup": 0.1}
+    t = LearnerConfig(learning_rate=0.01, anneal_lr=True, min_lr_ratio=0.0, lr_warmup=0.1)
     # 10 warm-up epochs of 100: epoch e gets (e + 1) / 10 of the cosine's rate
-    assert_close("warm-up epoch 0", epoch_lr(t, 0, 100), 0.001, "float64")
-    assert_close("warm-up epoch 4", epoch_lr(t, 4, 100), 0.5 * cosine_lr(0.01, 4, 100), "float64")
-    assert epoch_lr(t, 9, 100) == cosine_lr(0.01, 9, 100) and epoch_lr(t, 50, 100) == cosine_lr(0.01, 50, 100)
-    flat = {**t, "anneal_lr": 0}
-    assert_close("constant after warm-up", epoch_lr(flat, 3, 100), 0.004, "float64")
-    assert epoch_lr({**t, "lr_warmup": 0.0}, 0, 100) == 0.01  # none: the schedule alone
+    assert_close("warm-up epoch 0", t.learning_rate_at(0, 100), 0.001, "float64")
+    assert_close("warm-up epoch 4", t.learning_rate_at(4, 100), 0.5 * cosine_lr(0.01, 4, 100), "float64")
+    assert t.learning_rate_at(9, 100) == cosine_lr(0.01, 9, 100) and t.learning_rate_at(50, 100) == cosine_lr(0.01, 50, 100)
+    flat = replace(t, anneal_lr=False)
+    assert_close("constant after warm-up", flat.learning_rate_at(3, 100), 0.004, "float64")
+    assert replace(t, lr_warmup=0.0).learning_rate_at(0, 100) == 0.01  # none: the schedule alone
+    # the [train] section's keys reach it as they are in the ini
+    assert LearnerConfig.from_dict({"learning_rate": 0.01, "anneal_lr": 1, "lr_warmup": 0.1}) == t
 
 
 def test_minibatch_rules():
-    from trainer.config import check_minibatching
     with pytest.raises(ValueError, match="multiple of train.horizon"):
-        check_minibatching(16, 8, 20)
+        LearnerConfig(minibatch_size=20).check_minibatching(16, 8)
     with pytest.raises(ValueError, match="more than horizon × agents"):
-        check_minibatching(4, 8, 64)
+        LearnerConfig(minibatch_size=64).check_minibatching(4, 8)
     with pytest.raises(ValueError, match="multiple of minibatch_size / horizon"):
-        check_minibatching(6, 8, 32)
+        LearnerConfig(minibatch_size=32).check_minibatching(6, 8)
+    assert LearnerConfig(minibatch_size=32, replay_ratio=2.0).num_minibatches(8, 8) == 4
 
 
 # the learner parameters a golden family varies on purpose (each of its cases records all of them)
@@ -111,6 +116,8 @@ def test_learner_defaults_live_in_the_ini_and_the_goldens_use_them():
         for case in gr.cases(fam):
             m = meta(fam, case)
             recorded = {k for k in names if k in m}
-            assert recorded >= set(names) - {"freeze_continuous"}, (fam, case)
+            # a golden case gives its rate and its shape itself: it records the update's fields
+            update = set(names) - {"freeze_continuous", *LearnerConfig.SCHEDULE, *LearnerConfig.MINIBATCHES}
+            assert recorded >= update, (fam, case)
             off = {k for k in recorded if type(getattr(cfg, k))(m[k]) != getattr(cfg, k)}
             assert off <= knobs, (fam, case, off)

@@ -82,7 +82,7 @@ def test_observations_past_the_largest_buffer_live_in_pages(gpu, monkeypatch):
         for t in range(T):
             assert np.array_equal(stored[:, t], pack_obs(obs[t], spec, ro.obs_stride).view(np.uint32))
         ro.write_column("reward", rewards)
-        learner = Learner(policy, ro, R * T, LearnerConfig())
+        learner = Learner(policy, ro, LearnerConfig(minibatch_size=R * T))
         stats = [learner.run(0.01)["per_minibatch"].tobytes() for _ in range(2)]
         results.append((policy.read_weights().tobytes(), stats))
     assert results[0] == results[1]

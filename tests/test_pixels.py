@@ -303,7 +303,7 @@ def test_uint8_observations_without_picture_are_raw_floats(gpu):
 def test_blank_picture_trains_without_nan(gpu):
     """All-zero frames: every conv output is 0 (ReLU at exactly 0, no gradient into the convs), Muon's
     normalisation of a zero update must not divide by zero; a few updates stay finite."""
-    from trainer.learner import Learner
+    from trainer.learner import Learner, LearnerConfig
     from trainer.policy import Policy, Rollout, RolloutStep
     spec = PolicySpec(obs_size=36 * 36 * 3, hidden=16, layers=2, act_sizes=(4,), picture=(36, 36, 3),
                       obs_dtype="uint8")
@@ -311,7 +311,7 @@ def test_blank_picture_trains_without_nan(gpu):
     policy = Policy(gpu, spec, seed=1)
     ro = Rollout(gpu, spec, N, T)
     step = RolloutStep(policy, ro, seed=2)
-    learner = Learner(policy, ro, minibatch_size=2 * T)
+    learner = Learner(policy, ro, LearnerConfig(minibatch_size=2 * T))
     rng = np.random.default_rng(0)
     blank = np.zeros((N, spec.obs_size), np.uint8)
     w0 = policy.read_weights()

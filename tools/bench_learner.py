@@ -16,7 +16,7 @@ import numpy as np
 from bench_kernels import bench_matmul  # tools/ is on sys.path when run as a script
 from trainer.gpu import get_gpu
 from trainer.kernels import pack_transitions
-from trainer.learner import Learner
+from trainer.learner import Learner, LearnerConfig
 from trainer.autotune import attach
 from trainer.policy import Policy, Rollout
 from trainer.spec import PolicySpec
@@ -59,7 +59,7 @@ class TimingWorld:
 
 def split_times(gpu, policy, ro, minibatch, reps):
     """ms per minibatch of the gradient plan and of the step plan, each submitted and waited for alone."""
-    learner = Learner(policy, ro, minibatch, world=TimingWorld())
+    learner = Learner(policy, ro, LearnerConfig(minibatch_size=minibatch), world=TimingWorld())
     times = []
     for plans in (learner.grad_plans, learner.step_plans):
         gpu.run(plans[0])
@@ -94,7 +94,7 @@ def main():
     gpu.upload(ro.transitions, pack_transitions(N * T, fill=0.0, logprob=-2.2,
                                                 reward=rng.standard_normal(N * T).astype(np.float32) * 0.1))
     t = time.perf_counter()
-    learner = Learner(policy, ro, args.minibatch)
+    learner = Learner(policy, ro, LearnerConfig(minibatch_size=args.minibatch))
     build = time.perf_counter() - t
     print(tuner.summary())
     plan = learner.plans[0]

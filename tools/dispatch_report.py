@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from trainer.gpu import Plan, get_gpu  # noqa: E402
 from trainer.kernels import GPU_MAX_SERIAL, GPU_MIN_INVOCATIONS, HEAVY_WORK  # noqa: E402
-from trainer.learner import Learner  # noqa: E402
+from trainer.learner import Learner, LearnerConfig  # noqa: E402
 from trainer.policy import Policy, Rollout, RolloutStep  # noqa: E402
 from trainer.spec import PolicySpec  # noqa: E402
 from trainer.autotune import GpuRule, attach, using  # noqa: E402
@@ -74,7 +74,8 @@ def default_setup(gpu, gpu_rule: bool = False, agents: int = 1024, horizon: int 
         policy = Policy(gpu, spec, seed=73)
         ro = Rollout(gpu, spec, agents, horizon, row_multiple=minibatch // horizon)
         step = RolloutStep(policy, ro, seed=73)
-        learner = Learner(policy, ro, minibatch, replay_ratio=minibatch / (agents * horizon))  # one minibatch
+        learner = Learner(policy, ro, LearnerConfig(minibatch_size=minibatch,
+                                                    replay_ratio=minibatch / (agents * horizon)))  # one minibatch
     return {"spec": spec, "policy": policy, "rollout": ro, "step": step, "learner": learner}
 
 

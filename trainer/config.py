@@ -14,7 +14,10 @@ command-line flag names that puffgpu does not implement.
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, fields
 from pathlib import Path
+
+import numpy as np
 
 import envs
 from puffbase.ini import IniError, parse_value, read_ini_described, unquote
@@ -86,6 +89,82 @@ def defaults() -> dict:
 
 def _none(v):
     return None if isinstance(v, str) and v.lower() == "none" else v
+
+
+_TRAIN = defaults()["train"]  # the learner's defaults live once, in trainer/default.ini's [train]
+
+
+def cosine_lr(lr: float, epoch: int, total_epochs: int, min_lr_ratio: float = 0.0) -> float:
+    """PufferLib's per-epoch cosine: lr_e = lr_min + ½(lr − lr_min)(1 + cos(π·e/E)); epoch 0 → lr."""
+    lr_min = lr * min_lr_ratio
+    e = min(epoch, total_epochs)
+    return lr_min + 0.5 * (lr - lr_min) * (1.0 + float(np.cos(np.pi * e / max(1, total_epochs))))
+
+
+@dataclass
+class LearnerConfig:
+    """Every [train] key the learner reads, in one object (trainer.learner.Learner takes it): the
+    update's, the learning-rate schedule's and the minibatches'. Defaults: trainer/default.ini."""
+    # the update (what a golden case records)
+    gamma: float = float(_TRAIN["gamma"])
+    gae_lambda: float = float(_TRAIN["gae_lambda"])
+    clip_coef: float = float(_TRAIN["clip_coef"])
+    vf_coef: float = float(_TRAIN["vf_coef"])
+    vf_clip_coef: float = float(_TRAIN["vf_clip_coef"])
+    ent_coef: float = float(_TRAIN["ent_coef"])
+    max_grad_norm: float = float(_TRAIN["max_grad_norm"])
+    momentum: float = float(_TRAIN["momentum"])
+    vtrace: bool = bool(_TRAIN["vtrace"])
+    vtrace_rho_clip: float = float(_TRAIN["vtrace_rho_clip"])
+    vtrace_c_clip: float = float(_TRAIN["vtrace_c_clip"])
+    freeze_continuous: bool = bool(_TRAIN["freeze_continuous"])  # an ablation: no gradient from the continuous heads
+    # the learning-rate schedule (learning_rate_at)
+    learning_rate: float = float(_TRAIN["learning_rate"])
+    anneal_lr: bool = bool(_TRAIN["anneal_lr"])
+    min_lr_ratio: float = float(_TRAIN["min_lr_ratio"])
+    lr_warmup: float = float(_TRAIN["lr_warmup"])
+    # the minibatches (num_minibatches, check_minibatching)
+    minibatch_size: int = int(_TRAIN["minibatch_size"])
+    replay_ratio: float = float(_TRAIN["replay_ratio"])
+
+    SCHEDULE = ("learning_rate", "anneal_lr", "min_lr_ratio", "lr_warmup")
+    MINIBATCHES = ("minibatch_size", "replay_ratio")
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "LearnerConfig":
+        """The fields named in `values` (the config's [train] section, or a golden case's parameters),
+        each in its field's type (0/1 switches become bools); the others keep their defaults."""
+        defaults = cls()
+        return cls(**{f.name: type(getattr(defaults, f.name))(values[f.name]) for f in fields(cls) if f.name in values})
+
+    def learning_rate_at(self, epoch: int, total_epochs: int) -> float:
+        """The learning rate of one epoch: the cosine schedule (or the constant rate without anneal_lr),
+        times a linear warm-up over the first lr_warmup × total_epochs epochs (epoch e of W: (e+1)/W)."""
+        lr = (cosine_lr(self.learning_rate, epoch, total_epochs, self.min_lr_ratio) if self.anneal_lr
+              else self.learning_rate)
+        warm = round(self.lr_warmup * total_epochs)
+        return lr * min(1.0, (epoch + 1) / warm) if warm > 0 else lr
+
+    def num_minibatches(self, N: int, T: int) -> int:
+        """Minibatch updates per epoch of N agents × T steps: replay_ratio·N·T / minibatch_size."""
+        return int(self.replay_ratio * N * T / self.minibatch_size)
+
+    def check_minibatching(self, N: int, T: int):
+        """PufferLib's validity rules, plus whole row blocks (a minibatch never straddles the last agent)."""
+        minibatch_size, replay_ratio = self.minibatch_size, self.replay_ratio
+        if minibatch_size % T:
+            raise ValueError(f"train.minibatch_size ({minibatch_size}) must be a multiple of train.horizon ({T}): "
+                             f"a minibatch is whole agent rows of the horizon")
+        if minibatch_size > N * T:
+            raise ValueError(f"train.minibatch_size ({minibatch_size}) is more than horizon × agents "
+                             f"({T} × {N} = {N * T}); lower it or raise vec.total_agents")
+        R = minibatch_size // T
+        if N % R:
+            raise ValueError(f"vec.total_agents ({N}) must be a multiple of minibatch_size / horizon ({R} rows) so "
+                             f"minibatches are contiguous row blocks")
+        if self.num_minibatches(N, T) < 1:
+            raise ValueError(f"train.replay_ratio ({replay_ratio}) gives no minibatch: need replay_ratio·N·T ≥ "
+                             f"minibatch_size")
 
 
 def _value(text: str):
@@ -188,26 +267,6 @@ def split_flag(name: str) -> tuple[str, str]:
     return section, key
 
 
-def num_minibatches(N: int, T: int, minibatch_size: int, replay_ratio: float) -> int:
-    return int(replay_ratio * N * T / minibatch_size)
-
-
-def check_minibatching(N: int, T: int, minibatch_size: int, replay_ratio: float = 1.0):
-    """PufferLib's validity rules, plus whole row blocks (a minibatch never straddles the last agent)."""
-    if minibatch_size % T:
-        raise ValueError(f"train.minibatch_size ({minibatch_size}) must be a multiple of train.horizon ({T}): "
-                         f"a minibatch is whole agent rows of the horizon")
-    if minibatch_size > N * T:
-        raise ValueError(f"train.minibatch_size ({minibatch_size}) is more than horizon × agents "
-                         f"({T} × {N} = {N * T}); lower it or raise vec.total_agents")
-    R = minibatch_size // T
-    if N % R:
-        raise ValueError(f"vec.total_agents ({N}) must be a multiple of minibatch_size / horizon ({R} rows) so "
-                         f"minibatches are contiguous row blocks")
-    if num_minibatches(N, T, minibatch_size, replay_ratio) < 1:
-        raise ValueError(f"train.replay_ratio ({replay_ratio}) gives no minibatch: need replay_ratio·N·T ≥ minibatch_size")
-
-
 def validate(cfg: dict, num_agents: int | None = None):
     """Refuse invalid combinations with the reason (PufferLib's puf_config_train_valid and more)."""
     t, v, p = cfg["train"], cfg["vec"], cfg["policy"]
@@ -219,7 +278,7 @@ def validate(cfg: dict, num_agents: int | None = None):
         errors.append(f"train.replay_ratio must be > 0, got {t['replay_ratio']}")
     else:
         try:
-            check_minibatching(N, t["horizon"], t["minibatch_size"], t["replay_ratio"])
+            LearnerConfig.from_dict(t).check_minibatching(N, t["horizon"])
         except ValueError as e:
             errors.append(str(e))
     if p["hidden_size"] < 8 or p["hidden_size"] % 8:

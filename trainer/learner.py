@@ -22,12 +22,11 @@ Muon → update); between them the gradient is read back, averaged over the rank
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields
+from dataclasses import replace
 
 import numpy as np
 
-from .config import check_minibatching, num_minibatches
-from .config import defaults as config_defaults
+from .config import LearnerConfig
 from .gpu import GPU, GPUError, Plan, Range
 from .kernels import muon as muon_kernels
 from .kernels import TR_WIDTH, need
@@ -41,32 +40,6 @@ from .spec import PolicySpec
 # PufferLib's per-iteration Newton–Schulz coefficients (a, b, c): X ← aX + (bG + cG²)X
 NS_COEFFS = ((4.0848, -6.8946, 2.9270), (3.9505, -6.3029, 2.6377), (3.7418, -5.5913, 2.3037),
              (2.8769, -3.1427, 1.2046), (2.8366, -3.0525, 1.2012))
-
-
-_TRAIN = config_defaults()["train"]  # the learner's defaults live once, in trainer/default.ini's [train]
-
-
-@dataclass
-class LearnerConfig:
-    gamma: float = float(_TRAIN["gamma"])
-    gae_lambda: float = float(_TRAIN["gae_lambda"])
-    clip_coef: float = float(_TRAIN["clip_coef"])
-    vf_coef: float = float(_TRAIN["vf_coef"])
-    vf_clip_coef: float = float(_TRAIN["vf_clip_coef"])
-    ent_coef: float = float(_TRAIN["ent_coef"])
-    max_grad_norm: float = float(_TRAIN["max_grad_norm"])
-    momentum: float = float(_TRAIN["momentum"])
-    vtrace: bool = bool(_TRAIN["vtrace"])
-    vtrace_rho_clip: float = float(_TRAIN["vtrace_rho_clip"])
-    vtrace_c_clip: float = float(_TRAIN["vtrace_c_clip"])
-    freeze_continuous: bool = bool(_TRAIN["freeze_continuous"])  # an ablation: no gradient from the continuous heads
-
-    @classmethod
-    def from_dict(cls, values: dict) -> "LearnerConfig":
-        """The fields named in `values` (the config's [train] section, or a golden case's parameters),
-        each in its field's type (0/1 switches become bools); the others keep their defaults."""
-        defaults = cls()
-        return cls(**{f.name: type(getattr(defaults, f.name))(values[f.name]) for f in fields(cls) if f.name in values})
 
 
 class Muon:
@@ -203,22 +176,27 @@ def submission_groups(works: list[int], budget: int) -> list[list[int]]:
 
 
 class Learner:
-    """`masks=False` leaves the rollout's action mask out of the plans (all legal): a test reference.
+    """One object of settings, `cfg` (config.LearnerConfig: the update, the learning-rate schedule,
+    the minibatches); `minibatch_size` replaces its minibatch size (a golden case's or a
+    benchmark's shape). learn_epoch() runs an epoch at the rate the schedule gives it.
+    `masks=False` leaves the rollout's action mask out of the plans (all legal): a test reference.
     `submit_work`: the work budget per submission (default SUBMIT_WORK or PUFFGPU_SUBMIT_WORK; 0: one
     submission per run). `world` (trainer/distributed.py): with more than one rank, each minibatch is
     two plans, its gradient and its optimizer step, and between them the gradient is read back,
     averaged across ranks and written back; the logged stats are averaged too. One rank: one plan per
     minibatch, as without a world."""
 
-    def __init__(self, policy: Policy, rollout: Rollout, minibatch_size: int, cfg: LearnerConfig | None = None,
-                 replay_ratio: float = 1.0, masks: bool = True, submit_work: int | None = None, world=None):
+    def __init__(self, policy: Policy, rollout: Rollout, cfg: LearnerConfig | None = None, *,
+                 minibatch_size: int | None = None, masks: bool = True, submit_work: int | None = None, world=None):
         self.gpu, self.policy, self.rollout = policy.gpu, policy, rollout
-        self.cfg = cfg or LearnerConfig()
+        self.cfg = cfg = cfg or LearnerConfig()
+        if minibatch_size is not None:
+            self.cfg = cfg = replace(cfg, minibatch_size=minibatch_size)
         spec, N, T = policy.spec, rollout.N, rollout.T
-        check_minibatching(N, T, minibatch_size, replay_ratio)
-        self.R = minibatch_size // T
-        self.M = minibatch_size
-        self.num_minibatches = num_minibatches(N, T, minibatch_size, replay_ratio)
+        cfg.check_minibatching(N, T)
+        self.R = cfg.minibatch_size // T
+        self.M = cfg.minibatch_size
+        self.num_minibatches = cfg.num_minibatches(N, T)
         gpu = self.gpu
         self.act = Activations(gpu, spec, self.R, T)
         self.stats = gpu.buffer(4 * self.M * stats_width(spec), "learn.stats")  # + per-element logstd gradients
@@ -303,23 +281,13 @@ class Learner:
         out["per_minibatch"] = np.concatenate([logs, scal[:, 1:2]], axis=1)
         return out
 
+    def learn_epoch(self, epoch: int, total_epochs: int) -> dict:
+        """Every minibatch of epoch `epoch` of `total_epochs` at the rate the schedule gives that epoch
+        (cfg.learning_rate_at): run()'s stats and 'learning_rate'."""
+        lr = self.cfg.learning_rate_at(epoch, total_epochs)
+        return {**self.run(lr), "learning_rate": lr}
+
     def dispatches_per_minibatch(self) -> int:
         if self.distributed:
             return len(self.grad_plans[0]) + len(self.step_plans[0])
         return len(self.plans[0])
-
-
-def cosine_lr(lr: float, epoch: int, total_epochs: int, min_lr_ratio: float = 0.0) -> float:
-    """PufferLib's per-epoch cosine: lr_e = lr_min + ½(lr − lr_min)(1 + cos(π·e/E)); epoch 0 → lr."""
-    lr_min = lr * min_lr_ratio
-    e = min(epoch, total_epochs)
-    return lr_min + 0.5 * (lr - lr_min) * (1.0 + float(np.cos(np.pi * e / max(1, total_epochs))))
-
-
-def epoch_lr(train: dict, epoch: int, total_epochs: int) -> float:
-    """The learning rate of one epoch: the cosine schedule (or the constant rate without anneal_lr),
-    times a linear warm-up over the first lr_warmup × total_epochs epochs (epoch e of W: (e+1)/W)."""
-    lr = (cosine_lr(train["learning_rate"], epoch, total_epochs, train["min_lr_ratio"]) if train["anneal_lr"]
-          else train["learning_rate"])
-    warm = round(train["lr_warmup"] * total_epochs)
-    return lr * min(1.0, (epoch + 1) / warm) if warm > 0 else lr

@@ -195,7 +195,7 @@ def train(env, cfg: dict, adapter: str | None = None, live: bool | None = None,
     default one process, or the ranks of the MPI launcher that started it."""
     from . import distributed
     from .gpu import GL_NOTE, get_gpu, is_gl
-    from .learner import Learner, LearnerConfig, epoch_lr
+    from .learner import Learner
     from .policy import Policy, Rollout, RolloutStep
     from .autotune import attach
     world = world or distributed.connect()
@@ -250,8 +250,7 @@ def train(env, cfg: dict, adapter: str | None = None, live: bool | None = None,
         # agents from 0
         infers.append(RolloutStep(policy, rollout, seed=spread_seed(base["seed"], world.rank * B + b),
                                   row0=r0, rows=r1 - r0))
-    learner = Learner(policy, rollout, t["minibatch_size"], LearnerConfig.from_dict(t), t["replay_ratio"],
-                      world=world)
+    learner = Learner(policy, rollout, config_mod.LearnerConfig.from_dict(t), world=world)  # every [train] key it reads
     say(tuner.summary(), flush=True)  # kernel variants: what was chosen, tuning time (trainer/autotune.py)
     epochs = t["total_timesteps"] // (N_all * T)
 
@@ -326,11 +325,11 @@ def train(env, cfg: dict, adapter: str | None = None, live: bool | None = None,
                 if world.any(stop.requested):  # drop the rollout; the weights are the last epoch's
                     stop.signal = stop.signal or "another rank's stop"
                     break
-                # learn: every minibatch of the epoch in one submit, one learning rate per epoch
+                # learn: every minibatch of the epoch in one submit, at the epoch's learning rate
                 s = time.perf_counter()
-                lr = epoch_lr(t, epoch, epochs)
                 world.reduce_seconds = 0.0
-                losses = learner.run(lr)
+                losses = learner.learn_epoch(epoch, epochs)
+                lr = losses["learning_rate"]
                 watch.add("learn", s)
                 bad = [k for k in names.LOSSES if not math.isfinite(losses[k])]
                 if bad:
