@@ -37,7 +37,6 @@ sys.path.insert(0, str(ROOT))
 from trainer.gpu import ShaderFile  # noqa: E402
 
 CHROMIUM_LAYER = Path("/usr/lib/chromium/libVkLayer_khronos_validation.so")
-TRANSLATOR_VUID = "VUID-StandaloneSpirv-None-10684"
 _MESSAGE_RE = re.compile(r"Validation (Error|Warning): \[ ([^\]]+?) \]")
 
 

@@ -28,7 +28,7 @@ from .kernels.matmul import matmul_backward_input, matmul_backward_weight, matmu
 from .kernels.mingru import mingru_scan_backward, mingru_scan_forward, mingru_step
 from .kernels.rollout import rollout_store
 from .kernels.sample import sample_actions
-from .spec import MASK_BITS, PolicySpec, ceil4, init_weights, pack_mask
+from .spec import MASK_BITS, PolicySpec, ceil4, init_weights, pack_mask, pack_obs
 
 
 # ------------------------------------------------------------------------ encoder: observations → x0
@@ -353,10 +353,7 @@ class RolloutStep:
             return
         if obs.dtype != np.uint8:
             raise ValueError(f"rollout step: this policy takes uint8 observations (obs_dtype uint8), got {obs.dtype}")
-        if self._obs_bytes is not None:  # rows of D % 4 values padded to whole words (pack_obs, without allocating)
-            self._obs_bytes[:, :spec.obs_size] = obs
-            obs = self._obs_bytes
-        self.policy.gpu.upload(self.obs_step, np.ascontiguousarray(obs).view("<u4"))
+        self.policy.gpu.upload(self.obs_step, pack_obs(obs, spec, out=self._obs_bytes))
 
     def _upload_mask(self, mask):
         """Bit-pack and upload the env's mask, or nothing while it stays all legal (the common case)."""

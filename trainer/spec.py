@@ -352,10 +352,12 @@ def pack_mask(mask: np.ndarray, spec: PolicySpec, out: np.ndarray | None = None)
     return np.packbits(out, axis=-1, bitorder="little").view("<u4")  # bit j of word w = column 32·w + j
 
 
-def pack_obs(obs: np.ndarray, spec: PolicySpec, stride: int | None = None) -> np.ndarray:
+def pack_obs(obs: np.ndarray, spec: PolicySpec, stride: int | None = None, out: np.ndarray | None = None) -> np.ndarray:
     """Observation rows [rows, D] → the GPU's u32 words [rows, stride]: uint8 values packed 4 per word,
     little-endian (value i = byte i%4 of word i/4), or float32 values one per word; zero padding up to
-    `stride` words (default spec.obs_words)."""
+    `stride` words (default spec.obs_words). uint8 rows that are whole words already come back as a
+    view; `out` (uint8 [rows, 4·stride], zero past D) is the packing scratch of a caller that packs
+    every step, so nothing is allocated."""
     obs = np.asarray(obs)
     stride = spec.obs_words if stride is None else stride
     if obs.ndim != 2 or obs.shape[1] != spec.obs_size:
@@ -363,7 +365,9 @@ def pack_obs(obs: np.ndarray, spec: PolicySpec, stride: int | None = None) -> np
     if spec.packed:
         if obs.dtype != np.uint8:
             raise ValueError(f"this policy takes uint8 observations (obs_dtype uint8), got {obs.dtype}")
-        out = np.zeros((obs.shape[0], 4 * stride), np.uint8)
+        if spec.obs_size == 4 * stride:
+            return np.ascontiguousarray(obs).view("<u4")
+        out = np.zeros((obs.shape[0], 4 * stride), np.uint8) if out is None else out
         out[:, :spec.obs_size] = obs
         return out.view("<u4")
     out = np.zeros((obs.shape[0], stride), np.float32)

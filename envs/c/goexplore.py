@@ -152,10 +152,6 @@ class GoExploreMixin:
             raise ArchiveError(f"{self.name} does not use envs/c/goexplore.h")
         return int(key[0]), float(prog[0]), bytes(self._ffi.buffer(buf, n))
 
-    def sync_archive(self):
-        """Merge what the envs found into the archive now (env.step and env.log already do)."""
-        self._lib.vec_ge_sync(self._live())
-
 
 # ---- the file, read from Python ----
 

@@ -18,14 +18,12 @@ server's own console command (kill_pl over rcon).
 """
 from __future__ import annotations
 
-import math
 import time
 from pathlib import Path
 
 import numpy as np
 
 from ..interface import EnvBase, check_counts, merge_config
-from . import mapfile, net
 from .server import DEFAULT_MAPS, DEFAULT_SERVER, DDNetServerError, ServerPool
 
 # the bot's own state, in this order, at the start of each observation row
@@ -62,6 +60,7 @@ class DDNetEnv(EnvBase):
 
     def __init__(self, source, total_agents, config=None, num_threads=None, seed=0, check_actions=True,
                  num_buffers=1):
+        from . import mapfile, net  # on first use: `python -m envs.ddnet.mapfile` runs that module as a script
         check_counts(total_agents, seed)
         if num_buffers != 1:
             raise ValueError(f"{source.name}: num_buffers = {num_buffers}: a DDNet env steps all its bots together "
@@ -149,9 +148,10 @@ class DDNetEnv(EnvBase):
                                 f"{DEFAULT_MAPS}: sudo apt-get install ddnet-data)")
 
     def _make_planes(self):
+        from .mapfile import TILE_NOHOOK, TILE_SOLID
         m = self.map
         g = m.game
-        planes = np.stack([g == mapfile.TILE_SOLID, g == mapfile.TILE_NOHOOK, m.freeze, m.unfreeze, m.death,
+        planes = np.stack([g == TILE_SOLID, g == TILE_NOHOOK, m.freeze, m.unfreeze, m.death,
                            m.finish]).astype(np.float32)
         pad = max(int(self.config["window_width"]), int(self.config["window_height"])) // 2 + 1
         out = np.zeros((len(PLANES), m.height + 2 * pad, m.width + 2 * pad), np.float32)

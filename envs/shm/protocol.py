@@ -25,8 +25,7 @@ import numpy as np
 
 from ..build import load_cffi
 
-SHM_DIR = Path(__file__).resolve().parent
-HEADER_FILE = SHM_DIR / "puffer_server.h"
+SHM_DIR = Path(__file__).resolve().parent  # puffer_server.h: the protocol in C
 
 MAGIC = b"PUFSHMEM"
 VERSION = 1
@@ -106,11 +105,6 @@ def _posixshmem():
     check_supported()
     import _posixshmem
     return _posixshmem
-
-
-def shm_path(name):
-    """Where a block's name shows in the file system on Linux (/dev/shm/<name>), else None."""
-    return Path("/dev/shm") / name.lstrip("/") if sys.platform.startswith("linux") else None
 
 
 def shm_exists(name):
