@@ -353,10 +353,10 @@ def test_breakout_ignores_garbage_actions():
 # ---- tools ----
 
 def test_new_envs_are_discovered():
-    """tools/sanitize_envs.sh and tests/test_envs_sanitize.py find envs by folder
+    """checks/sanitize_envs.sh and tests/test_envs_sanitize.py find envs by folder
     (envs/<name>/<name>.h), so the picture envs are sanitized with the rest."""
     assert set(PIXEL_ENVS) <= set(envs.list_envs())
-    script = (ROOT / "tools" / "sanitize_envs.sh").read_text(encoding="utf-8")
+    script = (ROOT / "checks" / "sanitize_envs.sh").read_text(encoding="utf-8")
     assert 'for d in "$root"/envs/ocean/*/' in script
 
 

@@ -1,5 +1,5 @@
 """Every env in envs/ (and the test envs under tests/) under AddressSanitizer + UndefinedBehaviorSanitizer,
-stepped with random actions (1% garbage) for 160k agent steps each: tools/sanitize_envs.sh, the one
+stepped with random actions (1% garbage) for 160k agent steps each: checks/sanitize_envs.sh, the one
 command for it. The envs are discovered, so a new env is sanitized without editing this test."""
 
 import os
@@ -22,10 +22,10 @@ def _test_env_headers():
 @pytest.mark.slow
 def test_sanitizer_build_of_every_env():
     if shutil.which("bash") is None:
-        pytest.skip("bash is needed to run tools/sanitize_envs.sh")
+        pytest.skip("bash is needed to run checks/sanitize_envs.sh")
     builtin, extra = [h.parent.name for h in envs.env_headers()], _test_env_headers()
     assert builtin and extra
-    res = subprocess.run(["bash", str(ROOT / "tools" / "sanitize_envs.sh"), *builtin, *map(str, extra)], cwd=ROOT,
+    res = subprocess.run(["bash", str(ROOT / "checks" / "sanitize_envs.sh"), *builtin, *map(str, extra)], cwd=ROOT,
                          capture_output=True, text=True, timeout=900,
                          env=dict(os.environ, AGENTS="16", STEPS="10000", THREADS="2"))
     if res.returncode == 77:

@@ -1,6 +1,6 @@
-"""The import graph of trainer/, envs/, golden/ and tools/ has no cycle, no module imports a layer
+"""The import graph of puffbase/, trainer/, envs/, golden/, tools/ and checks/ has no cycle, no module imports a layer
 above its own, and the pure layer (spec, metrics, config, checkpoint, envs) never loads wgpu — checked
-statically by tools/import_graph.py; and in a fresh process, parsing the config and reading a
+statically by checks/import_graph.py; and in a fresh process, parsing the config and reading a
 checkpoint's spec really do not import wgpu."""
 import subprocess
 import sys
@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_import_graph_has_no_cycle_and_respects_the_layers():
-    r = subprocess.run([sys.executable, str(ROOT / "tools" / "import_graph.py")], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, str(ROOT / "checks" / "import_graph.py")], capture_output=True, text=True,
                        cwd=ROOT)
     assert r.returncode == 0, r.stdout + r.stderr
     assert " 0 cycles" in r.stdout
@@ -29,3 +29,23 @@ def test_run_help_does_not_load_wgpu():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     assert "--train.learning_rate" in r.stdout
+
+
+def test_only_the_registry_tells_env_kinds_apart():
+    """One place decides an env's kind (envs/registry.py, from the kinds' own declarations): no other
+    module of the trainer, the envs, the tools or the checks compares a kind, tests a file for an env
+    suffix or checks an env's class."""
+    import re
+    pattern = re.compile(r"""\.kind(\.name)?\s*(==|!=|\bis\b|\bin\b)"""
+                         r"""|suffix\s*(==|!=|\bin\b)\s*[("'{\[]*\.(h|js|ini)\b|endswith\(\s*["']\.(h|js|ini)["']"""
+                         r"""|[=!]=\s*["'](header|js|server|ddnet)["']"""
+                         r"""|isinstance\([^)]*\b(VecEnv|GoExploreVecEnv|JsEnv|ShmVecEnv|DDNetEnv)\b""")
+    bad = []
+    for pkg in ("trainer", "envs", "tools", "checks"):
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            if path == ROOT / "envs" / "registry.py":
+                continue
+            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if pattern.search(line):
+                    bad.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert not bad, "kind tests outside envs/registry.py:\n" + "\n".join(bad)

@@ -82,7 +82,7 @@ def test_split_update_matches_the_goldens_and_ranks_stay_identical():
     torch reference of the whole minibatch does, within the one-process goldens' tolerances; after 4
     more epochs both ranks hold the same weights and momentum bit for bit."""
     code, out = run(["tests/mpi/split_learner.py"])
-    print(out)  # the ranks' output, so that tools/vulkan_validation.py (pytest -s) sees their layer messages
+    print(out)  # the ranks' output, so that checks/vulkan_validation.py (pytest -s) sees their layer messages
     lines = [line for line in out.splitlines() if line.startswith("{")]
     assert code == 0 and lines, out
     res = json.loads(lines[-1])

@@ -5,7 +5,7 @@
  *       -DENV_HEADER='"platformer/platformer.h"' envs/c/vecenv_driver.c -lm -o /tmp/drv
  *   /tmp/drv --agents 16 --steps 10000 --garbage frameskip=2 max_ticks=1800 fail_penalty=0.1
  *
- * key=value arguments become the [env] Dict (tools/sanitize_envs.sh reads them from the .ini).
+ * key=value arguments become the [env] Dict (checks/sanitize_envs.sh reads them from the .ini).
  * --garbage mixes NaN, infinities and out-of-range indices into 1% of the actions: an env must
  * treat them safely (C never trusts the host's actions).
  */

@@ -3,10 +3,10 @@
 # UndefinedBehaviorSanitizer and steps it with random actions (1% garbage: NaN, inf, out of
 # range), reading the [env] keys from the env's .ini.
 #
-#   tools/sanitize_envs.sh                  # every env: each folder envs/ocean/<name>/ holding <name>.h
-#   tools/sanitize_envs.sh platformer       # one env
-#   tools/sanitize_envs.sh path/to/my_env.h # any env header (its .ini beside it)
-#   AGENTS=16 STEPS=10000 THREADS=2 tools/sanitize_envs.sh
+#   checks/sanitize_envs.sh                  # every env: each folder envs/ocean/<name>/ holding <name>.h
+#   checks/sanitize_envs.sh platformer       # one env
+#   checks/sanitize_envs.sh path/to/my_env.h # any env header (its .ini beside it)
+#   AGENTS=16 STEPS=10000 THREADS=2 checks/sanitize_envs.sh
 #
 # Exits 0 if all passed, 1 on a failure, 77 if the compiler cannot build with the sanitizers.
 set -euo pipefail

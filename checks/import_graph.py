@@ -1,8 +1,8 @@
 """The project's import graph: cycles, layer violations, and what loads wgpu.
 
-    python tools/import_graph.py            # prints the layers and any problem; exit 1 if there is one
+    python checks/import_graph.py            # prints the layers and any problem; exit 1 if there is one
 
-Reads every module of puffbase/, trainer/, envs/, golden/ and tools/ with `ast` (nothing is
+Reads every module of puffbase/, trainer/, envs/, golden/, tools/ and checks/ with `ast` (nothing is
 imported), so it counts imports inside functions too. The layers, bottom to top, and what each may
 import from the project:
 
@@ -19,7 +19,7 @@ import from the project:
     model      trainer.policy, trainer.learner   (kernels, runtime, pure)
     tuner      trainer.autotune                  (kernels, runtime, pure)
     top        trainer.run, eval, sweep, loggers, dashboard; envs.play, envs.viewer, envs.archive
-               (programs); golden.*, tools.*
+               (programs); golden.*, tools.*, checks.*
 
 A module may import its own layer or those below, never above; nothing at or below pure loads wgpu.
 """
@@ -30,7 +30,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("puffbase", "trainer", "envs", "golden", "tools")
+PACKAGES = ("puffbase", "trainer", "envs", "golden", "tools", "checks")
+SCRIPTS = ("tools", "checks")  # folders of scripts, not packages
 LAYERS = {  # module (or package prefix) -> layer number
     "puffbase": 0,
     "envs.errors": 1, "envs.build": 1, "envs.kind": 1, "envs.interface": 1, "envs.supervisor": 1,
@@ -78,8 +79,9 @@ def imports_of(name: str, path: Path, known: dict) -> set[str]:
         else:
             continue
         for t in targets:
-            if name.startswith("tools.") and t in {m.split(".", 1)[1] for m in known if m.startswith("tools.")}:
-                t = "tools." + t  # tools import each other as top-level scripts
+            folder = name.split(".")[0]
+            if folder in SCRIPTS and t in {m.split(".", 1)[1] for m in known if m.startswith(folder + ".")}:
+                t = f"{folder}.{t}"  # the scripts of tools/ and checks/ import each other as top-level modules
             while t and t not in known:
                 t = t.rpartition(".")[0]
             if t and t != name:
@@ -146,7 +148,7 @@ def main() -> int:
         if heavy:
             problems.append(f"{name} is pure but loads wgpu through {', '.join(heavy)}")
     for n in range(TOP + 1):
-        members = sorted(m for m in known if layer(m) == n and not m.startswith(("tools", "golden")))
+        members = sorted(m for m in known if layer(m) == n and not m.startswith(("tools", "checks", "golden")))
         print(f"layer {n}: {', '.join(members)}")
     print(f"{len(known)} modules, {sum(len(d) for d in graph.values())} project imports, "
           f"{len(find_cycles(graph))} cycles")

@@ -1,7 +1,7 @@
 // tint_check.mjs — compile shader modules and create compute pipelines with Dawn (Chrome's WebGPU, whose
-// WGSL compiler is Tint) through npm's `webgpu` package; run by tools/wgsl_check.py, which writes the job.
+// WGSL compiler is Tint) through npm's `webgpu` package; run by checks/wgsl_check.py, which writes the job.
 //
-//   node tools/tint_check.mjs <folder holding node_modules/webgpu> <job.json> <result.json>
+//   node checks/tint_check.mjs <folder holding node_modules/webgpu> <job.json> <result.json>
 //
 // job.json: {"modules": {file: wgsl}, "pipelines": [{"file", "entry", "constants"}], "features": [...]}
 // result.json: {"adapter": {...}, "modules": {file: [{type, message, line, col}]},

@@ -2,9 +2,9 @@
 a second WGSL compiler beside wgpu's naga. Any error or warning (Tint's uniformity analysis included)
 fails the check.
 
-    python tools/wgsl_check.py                          # the pipelines of the goldens and the smoke runs
+    python checks/wgsl_check.py                          # the pipelines of the goldens and the smoke runs
     PUFFGPU_RECORD_KERNELS=k.jsonl python -m pytest     # record what the whole suite builds, then
-    python tools/wgsl_check.py --kernels k.jsonl        # ... check exactly that set
+    python checks/wgsl_check.py --kernels k.jsonl        # ... check exactly that set
 
 Which pipelines: with --kernels, the (file, entry point, constants) lines a run wrote with
 PUFFGPU_RECORD_KERNELS (trainer/gpu.py records every pipeline it builds); without it, this tool runs
@@ -97,7 +97,7 @@ def main():
         if "VK_ICD_FILENAMES" not in env and SWIFTSHADER_ICD.is_file():
             env["VK_ICD_FILENAMES"] = str(SWIFTSHADER_ICD)
         env.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
-        r = subprocess.run([node, str(ROOT / "tools" / "tint_check.mjs"), str(dawn), str(tmp / "job.json"),
+        r = subprocess.run([node, str(ROOT / "checks" / "tint_check.mjs"), str(dawn), str(tmp / "job.json"),
                             str(tmp / "result.json")], env=env, capture_output=True, text=True)
         if r.returncode != 0 or not (tmp / "result.json").is_file():
             sys.exit(f"wgsl_check: Dawn did not run (exit {r.returncode}):\n{r.stdout[-2000:]}{r.stderr[-2000:]}")

@@ -1,8 +1,8 @@
 """Cross-compiles every env module for macOS and Windows on Linux, exactly as envs/build/ would
 build it there, and fails on any warning.
 
-    python tools/cross_compile.py            # every target whose toolchain is installed
-    python tools/cross_compile.py --require  # and fail when one is missing (CI)
+    python checks/cross_compile.py            # every target whose toolchain is installed
+    python checks/cross_compile.py --require  # and fail when one is missing (CI)
 
 Each env header (the built-in envs and the test env folders) is wrapped by the same cffi source as
 envs/build/ generates and compiled with the command build.compile_command() gives for that

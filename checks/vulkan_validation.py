@@ -1,8 +1,8 @@
 """Run the kernel goldens on a Vulkan adapter under the Khronos validation layer and account for every
 message it prints.
 
-    python tools/vulkan_validation.py                        # the goldens on lavapipe
-    python tools/vulkan_validation.py --layer /path/to/libVkLayer_khronos_validation.so -- -k matmul
+    python checks/vulkan_validation.py                        # the goldens on lavapipe
+    python checks/vulkan_validation.py --layer /path/to/libVkLayer_khronos_validation.so -- -k matmul
 
 The layer library: --layer, else Debian's chromium-common copy (/usr/lib/chromium/). The tool writes
 the small manifest the Vulkan loader needs into a temporary folder, sets VK_LAYER_PATH and
