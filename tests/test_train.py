@@ -135,3 +135,21 @@ def test_eval_headless_counts_first_episodes_fairly(tmp_path):
     assert out["episodes"] == 30  # 10 envs × their first 3 episodes
     assert 0.0 <= out["perf"] <= 1.0 and out["episode_length"] == 5.0  # memory: delay 4 + answer step
     assert ev.path == res["checkpoint"]
+
+
+def test_run_and_eval_resolve_the_env_once(tmp_path, monkeypatch):
+    """`trainer.run --env NAME` turns the name into its EnvSource once: the config, the env, its kind
+    and the run's messages all take that object (and `trainer.eval` the same)."""
+    from envs import registry
+    from trainer import eval as eval_mod
+    from trainer.run import main
+    looked_up = []
+    real = registry._lookup
+    monkeypatch.setattr(registry, "_lookup", lambda text: looked_up.append(text) or real(text))
+    flags = [f"--{k}={v}" for k, v in dict(SMOKE, **{"base.checkpoint_dir": str(tmp_path / "ck"),
+                                                     "base.log_dir": str(tmp_path / "logs")}).items()]
+    assert main(["--env", "memory", "--plain", *flags]) == 0
+    assert looked_up == ["memory"]
+    looked_up.clear()
+    assert eval_mod.main(["--env", "memory", "--headless", "--episodes", "4", "--agents", "4", *flags]) == 0
+    assert looked_up == ["memory"]
