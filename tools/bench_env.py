@@ -400,21 +400,22 @@ def main():
     if args.env is None:
         p.error("--env is required (or --shm)")
 
-    ini = envs.env_ini_path(args.env)
+    source = envs.resolve(args.env)  # once: every run below takes the source
+    ini, env_config = source.ini, source.env_config()
     agents = args.agents or (envs.read_ini(ini).get("vec", {}).get("total_agents", 1024)
                              if ini.is_file() else 1024)
     threads = args.threads or usable_cpus()
-    one, _, kind = steps_per_second(args.env, agents, 1, args.seconds, None)
+    one, _, kind = steps_per_second(source, agents, 1, args.seconds, None)
     print(f"{args.env}: {agents} agents, 1 thread: {one:,.0f} steps/s")
-    all_rate, used, kind = steps_per_second(args.env, agents, threads, args.seconds, None)
+    all_rate, used, kind = steps_per_second(source, agents, threads, args.seconds, None)
     print(f"{args.env}: {agents} agents, {used} threads ({kind}): {all_rate:,.0f} steps/s "
           f"({all_rate / one:.2f}x one thread)")
-    name = Path(args.env).stem
-    if "rasterize" in envs.env_config(args.env):  # game logic vs drawing; CPU time: the split should not depend on the load
-        total, _, _ = steps_per_second(args.env, agents, 1, args.seconds, None, cpu=True)
-        logic, _, _ = steps_per_second(args.env, agents, 1, args.seconds, {"rasterize": 0}, cpu=True)
+    name = source.name
+    if "rasterize" in env_config:  # game logic vs drawing; CPU time: the split should not depend on the load
+        total, _, _ = steps_per_second(source, agents, 1, args.seconds, None, cpu=True)
+        logic, _, _ = steps_per_second(source, agents, 1, args.seconds, {"rasterize": 0}, cpu=True)
         total_us, logic_us = 1e6 / total, 1e6 / logic
-        fs = int(envs.env_config(args.env)["frameskip"])  # a step draws fs frames
+        fs = int(env_config["frameskip"])  # a step draws fs frames
         print(f"{name}: one thread, per CPU second {total:,.0f} steps/s: {total_us:.1f} us/step = game logic (JS) "
               f"{logic_us:.1f} us + rasterizing {max(total_us - logic_us, 0.0):.1f} us"
               + (f"; frameskip {fs}: {total * fs:,.0f} frames/s, {total_us / fs:.1f} us/frame" if fs > 1 else ""))
