@@ -1,5 +1,5 @@
 """The env interface: what the trainer, eval, play, the viewer and Go-Explore call on an env, and
-the mechanics every backend shares (arrays, action checks, config merging, seeds, buffers).
+the mechanics every env class shares (arrays, action checks, config merging, seeds, buffers).
 
 The env classes, one per kind package: C headers in-process through cffi (envs/c/env.py: VecEnv,
 GoExploreVecEnv), JavaScript games (envs/js/env.py: JsEnv, a VecEnv), envs in other processes over
@@ -32,7 +32,7 @@ class Env(Protocol):
     Buffers (PufferLib's num_buffers): groups of whole envs, rows buffer_rows(b), stepped alone by
     step_buffer(b), which releases the GIL.
 
-    Optional, where a backend has it: render(index) (an RGB image of one env), has_scripted and
+    Optional, where an env class has it: render(index) (an RGB image of one env), has_scripted and
     scripted_actions() (a rule-based policy), set_key(key, down) (keyboard input for play),
     set_clear_outputs(on), truncations [N], Go-Explore's archive methods (archive_stats,
     save_archive, reset_real, ...: envs/c/goexplore.py, for a header that includes goexplore.h),
@@ -102,7 +102,7 @@ def merge_config(defaults, overrides, env, ini, skip=()):
     """`defaults` (an env's [env] keys: EnvSource.env_config) updated by `overrides`. Values are
     numbers (true/false count as 1/0) or, for keys whose default is text (a map file, a command, a
     JS action table), strings. An unknown key, or a number key given a non-number, is a ValueError
-    that says what would be right. Keys in `skip` are the backend's own and left out."""
+    that says what would be right. Keys in `skip` are the env class's own and left out."""
     config = dict(defaults)
     for key, value in (overrides or {}).items():
         if key in skip:
@@ -131,7 +131,7 @@ def merge_config(defaults, overrides, env, ini, skip=()):
 
 
 class EnvBase:
-    """The mechanics every backend shares. A backend sets name, act_sizes, obs_size, obs_dtype,
+    """The mechanics every env class shares. An env class sets name, act_sizes, obs_size, obs_dtype,
     picture and buffers ([(env_lo, env_hi, row_lo, row_hi)]), and calls _make_arrays (or sets the
     arrays itself) and _setup_actions."""
 
