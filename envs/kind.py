@@ -11,11 +11,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from puffbase.ini import read_ini
+from puffbase.ini import parse_value, read_ini
 
 # PufferLib 5.0's default.ini [env] section: in every env's config, so a trainer can pass the
 # merged [env] section and headers may read these keys with dict_get.
 DEFAULT_ENV_KEYS = {"dr": 0, "num_agents": 1, "num_bots": 0}
+# [env] keys of the shared-memory layer (envs/shm/), never passed to a C env's puf_init. The
+# trainer's default.ini carries isolate, processes and timeout for every env: each kind's make
+# takes out those it has no use for.
+SHM_KEYS = {"isolate": 0, "processes": 0, "timeout": 30.0, "reattach": 60.0}
+
+
+def wants_isolation(config) -> bool:
+    """Whether [env] isolate asks for the env in server processes."""
+    value = config.get("isolate", 0)
+    return bool(parse_value(value) if isinstance(value, str) else value)
 
 
 def beside(path: Path) -> Path:
@@ -44,6 +54,9 @@ class Kind:
     training  the ini the trainer reads in place of the env's own when it has none (None: none)
     browser   serve(source, **options): plays the env in a browser page (`envs.play --browser`),
               or None
+    isolatable  with `[env] isolate = 1` its env runs in server processes over the shared-memory
+              protocol (envs/shm/ builds its generic server around the env's file); False: the
+              kind's make answers that key itself
     """
     name: str
     title: str
@@ -57,6 +70,7 @@ class Kind:
     sections: tuple = ("env",)
     training: Path | None = None
     browser: Callable | None = None
+    isolatable: bool = False
 
     def __repr__(self):
         return f"Kind({self.name!r})"
@@ -69,7 +83,7 @@ class Kind:
 class EnvSource:
     """What a name or path stands for: its kind, the file that is the env (`path`: the .h, the .js,
     the server's .ini) and the env's ini (`ini`, which may not exist). Resolved once, by
-    envs.resolve(); config loading, envs.make and the env class all take this object."""
+    envs.resolve(); config loading, envs.make, the kind and the env class all take this object."""
     name: str
     kind: Kind
     path: Path
@@ -93,7 +107,3 @@ class EnvSource:
         if self.kind.training is not None and not self.ini.is_file():
             return self.kind.training
         return self.ini
-
-    def make(self, total_agents, config=None, **options):
-        """The env: `total_agents` agents, [env] overrides `config` (see envs.make)."""
-        return self.kind.make(self, total_agents, dict(config or {}), **options)

@@ -274,7 +274,7 @@ def main(argv=None):
         if not sep:
             p.error(f"--set expects KEY=VALUE, got {item!r}")
         config[key] = value
-    env = source.make(1, config=config, num_threads=1, seed=args.seed)
+    env = registry.make(source, 1, config=config, num_threads=1, seed=args.seed)
     if args.fps is None:
         args.fps = (60.0 / env.config["frameskip"] if "frameskip" in env.config
                     else 60.0 if getattr(env, "actions_table", None) else 30.0)  # p5 draws at 60 Hz

@@ -18,8 +18,9 @@ from pathlib import Path
 from .c.kind import KIND as C_HEADER
 from .ddnet.kind import KIND as DDNET_BOTS
 from .js.kind import KIND as JS_GAME
-from .kind import EnvSource, Kind
+from .kind import EnvSource, Kind, wants_isolation
 from .shm.kind import KIND as GAME_SERVER
+from .shm.kind import isolated
 
 OCEAN_DIR = Path(__file__).resolve().parent / "ocean"
 
@@ -140,5 +141,9 @@ def make(name_or_path, total_agents, config=None, num_threads=None, seed=0, chec
     num_buffers: PufferLib's env buffers: the agents split into this many contiguous groups of
         whole envs, each stepped alone with env.step_buffer(b) (env.step() steps all).
     """
-    return resolve(name_or_path).make(total_agents, config, num_threads=num_threads, seed=seed,
-                                      check_actions=check_actions, num_buffers=num_buffers)
+    source = resolve(name_or_path)
+    config = dict(config or {})
+    options = dict(num_threads=num_threads, seed=seed, check_actions=check_actions, num_buffers=num_buffers)
+    if source.kind.isolatable and wants_isolation(config):  # in server processes, over shared memory
+        return isolated(source, total_agents, config, **options)
+    return source.kind.make(source, total_agents, config, **options)

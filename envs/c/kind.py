@@ -2,8 +2,7 @@
 from pathlib import Path
 
 from ..build import load_module
-from ..kind import Kind
-from ..shm.kind import SHM_KEYS, isolated, wants_isolation
+from ..kind import SHM_KEYS, Kind
 from .env import GoExploreVecEnv, VecEnv
 
 
@@ -21,11 +20,9 @@ def header_ini(header: Path) -> Path:
 
 
 def make(source, total_agents, config, **options):
-    """In-process (a GoExploreVecEnv when the header includes goexplore.h), or with `isolate = 1` in
-    server processes. The shared-memory layer's keys are taken out unless the header reads a key of
-    the same name itself."""
-    if wants_isolation(config):
-        return isolated(source, total_agents, config, **options)
+    """In-process: a VecEnv, or a GoExploreVecEnv when the header includes goexplore.h (with
+    `isolate = 1` envs.make runs it in server processes instead: isolatable). The shared-memory
+    layer's keys are taken out unless the header reads a key of the same name itself."""
     own = source.env_config()
     for k in SHM_KEYS:
         if k not in own:
@@ -34,4 +31,5 @@ def make(source, total_agents, config, **options):
     return cls(source, total_agents, config=config, **options)
 
 
-KIND = Kind(name="header", title="C header", suffix=".h", noun="env header", make=make, ini_of=header_ini)
+KIND = Kind(name="header", title="C header", suffix=".h", noun="env header", make=make, ini_of=header_ini,
+            isolatable=True)

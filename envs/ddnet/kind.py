@@ -1,8 +1,7 @@
 """The DDNet kind's declaration: an ini whose [env] names a DDNet map (ddnet_map)."""
 from puffbase.ini import read_ini
 
-from ..kind import Kind
-from ..shm.kind import wants_isolation
+from ..kind import Kind, wants_isolation
 from .env import DDNET_DEFAULTS, DDNetEnv
 
 MARK = "ddnet_map"

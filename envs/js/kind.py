@@ -1,8 +1,7 @@
 """The JavaScript-game kind's declaration: one p5.js-style .js file."""
 from pathlib import Path
 
-from ..kind import Kind
-from ..shm.kind import SHM_KEYS, wants_isolation
+from ..kind import SHM_KEYS, Kind, wants_isolation
 from .browser import serve
 from .env import JS_DEFAULTS, JsEnv
 

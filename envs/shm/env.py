@@ -46,16 +46,13 @@ import numpy as np
 from ..build import build_executable
 from ..errors import EnvError
 from ..interface import EnvBase, check_counts, merge_config, spread_seed, usable_cpus
+from ..kind import SHM_KEYS
 from ..supervisor import Supervisor
 from .protocol import (CMD_LOAD, CMD_QUIT, CMD_RESET, CMD_SAVE, CMD_STEP, OK, PATH_LEN, UNSUPPORTED, Block,
                        ProtocolError, SHM_DIR, check_supported, native, pid_alive, shm_exists, shm_unlink)
 
 # Spin iterations before sleeping (see ShmVecEnv._choose_spins; docs/protocol.md has the measurements)
 LONG_SPIN, SHORT_SPIN = 20000, 100
-# [env] keys of the shared-memory layer, never passed to a C env's puf_init (the trainer's
-# default.ini carries isolate, processes and timeout for every env: each kind takes out what it
-# has no use for)
-SHM_KEYS = {"isolate": 0, "processes": 0, "timeout": 30.0, "reattach": 60.0}
 SERVER_KEYS = {"command", "build", "attach", "processes", "timeout", "reattach", "isolate"}
 ISOLATE_SOURCE = SHM_DIR / "isolate_server.c"
 SLICE_NS = 50_000_000  # the trainer checks that its servers live this often while waiting
