@@ -24,7 +24,8 @@ from .shm.kind import isolated
 
 OCEAN_DIR = Path(__file__).resolve().parent / "ocean"
 
-# The env kinds, in the order a file or an env folder is tried: one line registers a kind.
+# The env kinds, in the order a file or an env folder is tried: a kind is registered by its line
+# here (and the import of its declaration above).
 KINDS: tuple[Kind, ...] = (
     C_HEADER,
     JS_GAME,

@@ -5,6 +5,7 @@ from puffbase.ini import read_ini
 
 from ..kind import SHM_KEYS, Kind
 from .env import ShmVecEnv
+
 # an ini is a server env's when its [env] section has one of these
 SERVER_MARKS = ("command", "attach")
 
