@@ -35,13 +35,14 @@ SCRIPTS = ("tools", "checks")  # folders of scripts, not packages
 LAYERS = {  # module (or package prefix) -> layer number
     "puffbase": 0,
     "envs.errors": 1, "envs.build": 1, "envs.kind": 1, "envs.interface": 1, "envs.supervisor": 1,
-    "envs.c": 2, "envs.js": 2, "envs.shm": 2, "envs.ddnet": 2,  # the env kinds, one package each
+    # the env kinds (2): every package of envs/ that declares one in its kind.py, below
     "envs.registry": 3, "envs": 3,
     "trainer.spec": 4, "trainer.metrics": 4, "trainer.config": 4, "trainer.checkpoint": 4, "trainer.distributed": 4,
     "trainer.gpu": 5, "trainer.kernels": 6, "trainer.policy": 7, "trainer.learner": 7, "trainer.autotune": 8,
     # programs (wgpu draws the viewer's window), not library code
     "envs.viewer": 9, "envs.play": 9, "envs.archive": 9,
 }
+LAYERS.update({f"envs.{d.name}": 2 for d in sorted((ROOT / "envs").iterdir()) if (d / "kind.py").is_file()})
 TOP = 9
 PURE = 4  # this layer and those below never load wgpu
 
