@@ -182,7 +182,7 @@ def test_shader_includes(tmp_path, monkeypatch):
              "stray.wgsl": "fn a() {}\n#define X 1\n"}
     for name, text in files.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
-    monkeypatch.setattr(gpu_mod, "SHADER_DIR", tmp_path)
+    monkeypatch.setattr(gpu_mod.wgsl, "SHADER_DIR", tmp_path)
     sf = gpu_mod.ShaderFile.load("main.wgsl")
     assert "fn lib_fn()" in sf.source and "#include" not in sf.source and "lib_fn" in sf.uses
     for name, msg in (("missing.wgsl", r"missing.wgsl:1: #include \"nope.wgsl\": no such file"),
