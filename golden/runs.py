@@ -408,3 +408,35 @@ def conv_case(gpu, name: str, family: str = "conv", packed_activations=False):
             checks += [(f"conv_backward dpre{i} {name} {shape}", dys[i], c[f"dpre{i}"], "conv_grad"),
                        (f"conv_backward dw{i} {name} {shape}", dws[i], c[f"dw{i}"], "conv_grad")]
     return checks
+
+
+def all_runs(gpu) -> list[tuple[str, str, object]]:
+    """Every golden run on this device, as (golden family, label, thunk returning its checks): every
+    matmul variant the device can run (split-K ones also at SPLITS), every MinGRU variant, and each case
+    of the other families with the kernels the device's chooser picks. tools/gpu_report.py runs them;
+    tools/plan_export.py records them for a replay on another WebGPU implementation. Variants the device
+    cannot run are left out (see matmul.Variant.unavailable)."""
+    from trainer.kernels import matmul, mingru
+    runs = []
+    probe = matmul.MatmulShape("matmul_forward", 4, 4, 4, 1, True, True)
+    for variant in matmul.VARIANTS:
+        if variant.unavailable(probe, gpu) is None:
+            runs += [("matmul", f"matmul[{variant.name}] {n}",
+                      lambda n=n, v=variant.name: matmul_products(gpu, case("matmul", n), v)) for n in cases("matmul")]
+    for v in [x.name for x in matmul.VARIANTS if x.splitk]:
+        runs += [("matmul_splitk", f"matmul split-K[{v}] {n}",
+                  lambda n=n, v=v: matmul_products(gpu, case("matmul_splitk", n), v, SPLITS))
+                 for n in cases("matmul_splitk")]
+    for v in [x.name for x in mingru.VARIANTS]:
+        runs += [("mingru_scan", f"mingru scan[{v}] {n}", lambda n=n, v=v: mingru_scan(gpu, case("mingru", n), v))
+                 for n in cases("mingru")]
+        runs += [("mingru_step", f"mingru step[{v}] {n}", lambda n=n, v=v: mingru_steps(gpu, case("mingru", n), v))
+                 for n in cases("mingru")]
+    # the *_heads families run the masked and Gaussian paths of the same kernels
+    for fam, fn in (("policy", policy_case), ("advantage", advantage_case), ("advantage_heads", advantage_case),
+                    ("ppo", ppo_case), ("ppo_heads", ppo_case), ("muon", muon_case), ("learner", learner_case),
+                    ("learner_heads", learner_case), ("conv", conv_case), ("policy_picture", policy_picture_case),
+                    ("learner_picture", learner_case)):
+        runs += [(fam, f"{fam} {n}", lambda n=n, fn=fn, fam=fam: fn(gpu, n, fam)) for n in cases(fam)]
+    return runs
+

@@ -11,7 +11,11 @@ import wgpu
 from .adapters import OPTIONAL_FEATURES, _adapter_kind, choose_adapter, disabled_features, limits_mode, requested_limits
 from .errors import GPUError
 from .plan import STORAGE, Buffer, Kernel, Plan, Range
+from .record import recorder_for
 from .wgsl import ShaderFile
+
+DUMMY_BYTES = 256  # one empty binding: WebGPU's offset alignment, so each starts where a binding may
+DUMMY_SLOTS = 32  # writable empty bindings: one per binding number (mingru.wgsl declares 22 bindings)
 
 class GPU:
     def __init__(self, adapter: str | None = None, quiet: bool = False, local_rank: int = 0):
@@ -41,8 +45,12 @@ class GPU:
         self._kernels: dict[tuple, Kernel] = {}
         self._staging = None
         self._subgroup_size = None
-        self.dummy = self.buffer(256, "dummy")  # bound where an entry point leaves a binding unused
-        self.dummy_ro = self.buffer(256, "dummy (read-only)")
+        self.recorder = recorder_for(self)  # PUFFGPU_RECORD_PLAN: this GPU's work as a plan recording
+        # bound where a dispatch leaves a binding its entry point uses empty (a matmul without z, a mask-free
+        # plan): read-only bindings may share one range, each writable one gets its own (by binding number),
+        # since WebGPU forbids a writable binding that overlaps another (plan.check_bindings)
+        self.dummy = self.buffer(DUMMY_SLOTS * DUMMY_BYTES, "dummy (writable)")
+        self.dummy_ro = self.buffer(DUMMY_BYTES, "dummy (read-only)")
         if not quiet:
             print(f"adapter: {self.describe()}", file=sys.stderr)
 
@@ -66,6 +74,14 @@ class GPU:
             self.run(plan)
             self._subgroup_size = int(self.read(out)[0])
         return self._subgroup_size
+
+    def dummy_range(self, binding: int, kind: str) -> tuple[Buffer, int, int]:
+        """(buffer, start, size) a dispatch binds for binding number `binding` when it leaves it empty."""
+        if kind == "read":
+            return self.dummy_ro, 0, DUMMY_BYTES
+        if not 0 <= binding < DUMMY_SLOTS:
+            raise GPUError(f"binding {binding}: the runtime keeps empty writable ranges for bindings 0..{DUMMY_SLOTS - 1}")
+        return self.dummy, binding * DUMMY_BYTES, DUMMY_BYTES
 
     def scratch(self, count: int) -> Range:
         """`count` floats of scratch shared by every plan (split-K partial sums).
@@ -93,8 +109,10 @@ class GPU:
     def kernel(self, file: str, entry: str, **constants) -> Kernel:
         key = (file, entry, tuple(sorted(constants.items())))
         if key not in self._kernels:
-            self._kernels[key] = Kernel(self, file, entry, constants)
+            k = self._kernels[key] = Kernel(self, file, entry, constants)
             _record_kernel(file, entry, constants)
+            if self.recorder:
+                k.rid = self.recorder.kernel(k)
         return self._kernels[key]
 
     def plan(self, label: str) -> Plan:
@@ -109,7 +127,7 @@ class GPU:
         data = np.ascontiguousarray(data)
         buf = self.buffer(max(4, data.nbytes), label)
         if data.nbytes:
-            self.queue.write_buffer(buf.raw, 0, data)
+            self.write(buf, 0, data)
         return buf
 
     def upload(self, dst: Range | Buffer, data: np.ndarray):
@@ -117,16 +135,23 @@ class GPU:
         data = np.ascontiguousarray(data)
         if data.nbytes > dst.nbytes:
             raise GPUError(f"upload of {data.nbytes} B does not fit range of {dst.nbytes} B in {dst.buffer.label!r}")
-        self.queue.write_buffer(dst.buffer.raw, dst.offset, data)
+        self.write(dst.buffer, dst.offset, data)
 
-    def zero(self, dst: Range | Buffer, encoder=None):
+    def write(self, buf: Buffer, offset: int, data):
+        """queue.write_buffer of `data` (an array or bytes) at byte `offset` of `buf`, recorded if recording."""
+        self.queue.write_buffer(buf.raw, offset, data)
+        if self.recorder:
+            self.recorder.write(buf, offset, data)
+
+    def zero(self, dst: Range | Buffer):
         dst = dst if isinstance(dst, Range) else dst.range()
         if dst.offset % 4 or dst.nbytes % 4:
             raise GPUError("zero() needs 4-byte aligned ranges")
-        enc = encoder or self.device.create_command_encoder(label="zero")
+        enc = self.device.create_command_encoder(label="zero")
         enc.clear_buffer(dst.buffer.raw, dst.offset, dst.nbytes)
-        if encoder is None:
-            self.queue.submit([enc.finish()])
+        self.queue.submit([enc.finish()])
+        if self.recorder:
+            self.recorder.clear(dst.buffer, dst.offset, dst.nbytes)
 
     def _staging_for(self, nbytes: int):
         if self._staging is None or self._staging.size < nbytes:
@@ -138,15 +163,12 @@ class GPU:
     def read(self, src: Range | Buffer, dtype=np.float32) -> np.ndarray:
         return self.run(None, read=src, dtype=dtype)
 
-    def run(self, plans, read: Range | Buffer | None = None, dtype=np.float32, before=None):
+    def run(self, plans, read: Range | Buffer | None = None, dtype=np.float32):
         """Encode `plans` into one compute pass, optionally copy `read` to staging, submit once.
 
-        `before(encoder)` may record copies that precede the pass. Returns the read data (a numpy
-        copy) or None. Without a read, returns without waiting for the GPU.
+        Returns the read data (a numpy copy) or None. Without a read, returns without waiting for the GPU.
         """
         enc = self.device.create_command_encoder(label="puffgpu.run")
-        if before is not None:
-            before(enc)
         if plans is not None:
             plans = plans if isinstance(plans, (list, tuple)) else [plans]
             cpass = enc.begin_compute_pass(label="+".join(p.label for p in plans))
@@ -163,12 +185,16 @@ class GPU:
             enc.copy_buffer_to_buffer(read.buffer.raw, read.offset, staging, 0, read.nbytes)
         self.queue.submit([enc.finish()])
         if staging is None:
+            if self.recorder:
+                self.recorder.submit(plans)
             return None
         staging.map_sync(wgpu.MapMode.READ, 0, read.nbytes)
         try:
             data = np.frombuffer(staging.read_mapped(0, read.nbytes, copy=True), dtype=dtype).copy()
         finally:
             staging.unmap()
+        if self.recorder:
+            self.recorder.submit(plans, read, dtype, data)
         return data
 
     def sync(self):

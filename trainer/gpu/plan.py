@@ -28,6 +28,7 @@ class Buffer:
                            f"{gpu.limits['max-buffer-size']}")
         self.gpu, self.nbytes, self.label = gpu, nbytes, label
         self.raw = gpu.device.create_buffer(size=(nbytes + 3) // 4 * 4, usage=usage, label=label)
+        self.rid = gpu.recorder.buffer(self) if gpu.recorder else None  # its id in a plan recording
 
     def range(self, offset: int = 0, nbytes: int | None = None) -> "Range":
         return Range(self, offset, self.nbytes - offset if nbytes is None else nbytes)
@@ -103,6 +104,7 @@ class Kernel:
         self.pipeline = dev.create_compute_pipeline(
             layout=dev.create_pipeline_layout(bind_group_layouts=[self.layout], label=self.label),
             compute=stage, label=self.label)
+        self.rid = None  # its id in a plan recording (GPU.kernel sets it)
         self.param_fields = sf.params
         self.param_names = [f for f, _ in sf.params]
 
@@ -128,6 +130,51 @@ class Kernel:
         return f"Kernel({self.label})"
 
 
+# WebGPU's default min-storage-buffer-offset-alignment: the coarsest binding window any conformant
+# device uses, so the overlap check below sees what every device (Dawn in a browser included) would see.
+WEBGPU_OFFSET_ALIGNMENT = 256
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One storage binding of a dispatch: the binding window [start, start + size) of `buffer` (the range
+    widened down to the device's offset alignment; the kernel gets the rest as `<name>_off`)."""
+    name: str
+    kind: str  # 'read' | 'read_write', as the shader declares it
+    buffer: "Buffer"
+    start: int
+    size: int
+    offset: int | None = None  # where the range itself starts (None: a dummy)
+
+    def window(self, align: int) -> tuple[int, int]:
+        """[start, end) in bytes if bound at an `align`-byte multiple (a coarser alignment widens it)."""
+        first = self.start if self.offset is None else self.offset
+        return first // align * align, self.start + self.size
+
+
+def check_bindings(kernel, plan_label: str, bound: list[Bound]):
+    """Refuse a dispatch that WebGPU forbids, as Dawn does when the dispatch is recorded (wgpu-native
+    does not check the second rule): within one dispatch a buffer is bound either only read-only or
+    only writable, and a writable binding overlaps no other binding of its buffer. Windows are taken
+    at WebGPU's 256-byte alignment (or the device's, if coarser), so a plan that passes here passes on
+    every conformant device."""
+    align = max(WEBGPU_OFFSET_ALIGNMENT, kernel.gpu.limits["min-storage-buffer-offset-alignment"])
+    for i, a in enumerate(bound):
+        for b in bound[i + 1:]:
+            if a.buffer is not b.buffer or (a.kind == "read" and b.kind == "read"):
+                continue
+            wa, wb = a.window(align), b.window(align)
+            where = (f"{kernel.label} in plan {plan_label!r}: {a.kind} binding {a.name} [{wa[0]}, {wa[1]}) and "
+                     f"{b.kind} binding {b.name} [{wb[0]}, {wb[1]}) of buffer {a.buffer.label!r}")
+            if a.kind != b.kind:
+                raise GPUError(f"{where}: WebGPU binds a buffer in one dispatch either read-only or writable, "
+                               f"never both (even on disjoint ranges); keep the input in another buffer")
+            if wa[0] < wb[1] and wb[0] < wa[1]:
+                raise GPUError(f"{where} overlap (byte windows at WebGPU's {align}-byte offset alignment); WebGPU "
+                               f"forbids a writable binding that overlaps another binding of its buffer: use "
+                               f"another buffer, or ranges {align} bytes apart")
+
+
 @dataclass
 class DispatchInfo:
     """What the dispatch-shape report needs. `invocations`: invocations that own work (launchers say;
@@ -148,6 +195,7 @@ class Dispatch:
     bind_group: object
     grid: tuple[int, int, int]
     info: DispatchInfo | None = None
+    bindings: tuple = ()  # (binding, Buffer, start, size) of the bind group, Params included (recordings)
 
 
 class Plan:
@@ -183,7 +231,7 @@ class Plan:
         missing = (kernel.used & names) - set(bindings)  # pass name=None to leave a used binding unbound on purpose
         if missing:
             raise GPUError(f"{kernel.label}: entry point uses bindings {sorted(missing)} but none were given")
-        entries = []
+        entries = []  # (binding, Bound) in layout order; None for Params
         align = self.gpu.limits["min-storage-buffer-offset-alignment"]
         max_bind = self.gpu.limits["max-storage-buffer-binding-size"]
         for b, kind, name in kernel.bindings:  # bindings the entry point does not use are not in its layout
@@ -191,9 +239,8 @@ class Plan:
                 entries.append((b, None))
                 continue
             r = bindings.get(name)
-            if r is None:  # unused by this entry point; read-only and writable get separate dummies
-                dummy = self.gpu.dummy if kind == "read_write" else self.gpu.dummy_ro
-                entries.append((b, {"buffer": dummy.raw, "offset": 0, "size": dummy.nbytes}))
+            if r is None:  # used by the entry point, but not by this dispatch: a dummy range (GPU.dummy_range)
+                entries.append((b, Bound(name, kind, *self.gpu.dummy_range(b, kind))))
                 continue
             if not isinstance(r, Range):
                 r = r.range()
@@ -210,7 +257,8 @@ class Plan:
             elif r.offset != start:
                 raise GPUError(f"{kernel.label}: binding {name} starts at byte {r.offset} of {r.buffer.label!r}, "
                                f"which is not {align}-aligned, and Params has no {off_field} field")
-            entries.append((b, {"buffer": r.buffer.raw, "offset": start, "size": size}))
+            entries.append((b, Bound(name, kind, r.buffer, start, size, r.offset)))
+        check_bindings(kernel, self.label, [e for _, e in entries if e is not None])
         self._pending.append((kernel, grid, entries))
         self._params.append(kernel.pack_params(params))
         self._infos.append(DispatchInfo(kernel.label, grid, kernel.workgroup_size,
@@ -244,16 +292,15 @@ class Plan:
             if len(p) > PARAMS_SLOT:
                 raise GPUError(f"{self._pending[i][0].label}: Params is {len(p)} B, more than {PARAMS_SLOT}")
             blob[i * PARAMS_SLOT:i * PARAMS_SLOT + len(p)] = p
-        self.gpu.queue.write_buffer(self.arena.raw, 0, bytes(blob))
+        self.gpu.write(self.arena, 0, bytes(blob))
         for i, (kernel, grid, entries) in enumerate(self._pending):
-            resolved = []
-            for b, res in entries:
-                if res is None:
-                    res = {"buffer": self.arena.raw, "offset": i * PARAMS_SLOT, "size": len(self._params[i])}
-                resolved.append({"binding": b, "resource": res})
+            bound = tuple((b, self.arena, i * PARAMS_SLOT, len(self._params[i])) if e is None else
+                          (b, e.buffer, e.start, e.size) for b, e in entries)
+            resolved = [{"binding": b, "resource": {"buffer": buf.raw, "offset": start, "size": size}}
+                        for b, buf, start, size in bound]
             bg = self.gpu.device.create_bind_group(layout=kernel.layout, entries=resolved,
                                                    label=f"{self.label}/{i}:{kernel.label}")
-            self.dispatches.append(Dispatch(kernel, bg, grid, self._infos[i]))
+            self.dispatches.append(Dispatch(kernel, bg, grid, self._infos[i], bound))
         self._pending = []
         return self
 
@@ -279,7 +326,7 @@ class Plan:
             if actual is None:
                 actual = cut / g[i]
             g[i] = cut
-            probe.dispatches.append(Dispatch(d.kernel, d.bind_group, tuple(g), d.info))
+            probe.dispatches.append(Dispatch(d.kernel, d.bind_group, tuple(g), d.info, d.bindings))
         return probe, (actual or 1.0)
 
     def encode(self, cpass):

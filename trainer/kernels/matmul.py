@@ -359,7 +359,28 @@ def _matmul(plan: Plan, form: str, a: Range, b: Range, y: Range, M: int, N: int,
                        f"lavapipe runs ({MAX_LOOP}); split K (splits > 1) or into several accumulating products")
     params = dict(M=M, N=N, K=K, lda=lda, ldb=ldb, ldy=ldy, ldz=ldz,
                   a_bs=a_bs, b_bs=b_bs, y_bs=y_bs, z_bs=z_bs, alpha=alpha, beta=beta)
+    z = _epilogue_input(label, params, a, b, y, z)
     return variant.geometry.add(plan, variant, shape, dict(a=a, b=b, y=y, z=z), params, splits)
+
+
+def _epilogue_input(label: str, params: dict, a: Range, b: Range, y: Range, z: Range) -> Range | None:
+    """The range to bind as z (None: unbound) and params' z_is_y. The operands and z are bound read-only
+    and y writable, and WebGPU binds a buffer in one dispatch either read-only or writable, so none of
+    them may share y's buffer; Z = Y (accumulating in place) is read through y instead (z_is_y = 1)."""
+    for name, r in (("a", a), ("b", b)):
+        if r.buffer is y.buffer:
+            raise GPUError(f"{label}: operand {name} and the output y are both in buffer {y.buffer.label!r}; a "
+                           f"dispatch binds a buffer either read-only or writable (WebGPU): keep the output in "
+                           f"another buffer")
+    if params["beta"] == 0:
+        return None  # Z is not read
+    if z.buffer is y.buffer:
+        if z.offset != y.offset:
+            raise GPUError(f"{label}: the epilogue's z starts at byte {z.offset} of {y.buffer.label!r}, the output y at "
+                           f"byte {y.offset} of the same buffer; z must be y itself (accumulate) or in another buffer")
+        params["z_is_y"] = 1
+        return None
+    return z
 
 
 def matmul_splitk_reduce(plan: Plan, part: Range, y: Range, z: Range, params: dict, M: int, N: int, batch: int,
