@@ -16,8 +16,8 @@
 // VEC4 = 1), all read-only (a = b, Muon's Gram products, and z = a are allowed), then y (output) and
 // part (split-K partial sums), writable, then Params. WebGPU forbids a writable binding overlapping
 // another binding of its buffer, and a buffer bound both read-only and writable in one dispatch: so
-// an accumulating product (Z = Y) binds no z and sets z_is_y = 1, the epilogue reading Z through y,
-// and no operand may share a buffer with y (the runtime refuses such a dispatch, naming both).
+// an accumulating product (Z = Y) binds no z and is built with Z_IS_Y = 1 (epilogue.wgsl), reading Z
+// through y, and no operand may share a buffer with y (the runtime refuses such a dispatch).
 //
 // Needs no optional feature (the lavapipe-shaped subgroup kernels live in matmul_subgroup.wgsl).
 // Entry points per product (trainer/kernels/matmul.py declares the variants; one is picked per shape):
@@ -50,7 +50,6 @@ struct Params {
     batch: u32,   // products in the batch (grid z = batch·splits for the tile and wgmem kernels)
     splits: u32,  // 1: store Y with the epilogue; > 1: store raw partial sums to part
     kc: u32,      // K per split (a multiple of 4; K when splits = 1)
-    z_is_y: u32,  // 1: Z is the output itself (accumulate), read through y at y_off with ldz, z_bs
 }
 
 @group(0) @binding(0) var<storage, read> a: array<f32>;

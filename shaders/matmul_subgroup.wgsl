@@ -12,7 +12,7 @@
 // Shapes: M, N output rows/cols, K the reduced dimension; every operand has an element offset (*_off),
 // a row stride (ld*) and a batch stride (*_bs, grid z = batch index).
 // Bindings: a, b (operands as f32), z (epilogue input), a4, b4 (the operands seen as vec4, for the
-// *_vec4 kernels), read-only; y (output), writable; then Params. Z = Y is z_is_y = 1 (see matmul.wgsl).
+// *_vec4 kernels), read-only; y (output), writable; then Params. Z = Y is Z_IS_Y = 1 (epilogue.wgsl).
 // Variants (trainer/kernels/matmul.py): sg8 = scalar loads, any offset/stride (the encoder's D = 413 rows);
 // sg8_vec4 = vec4 loads; needs operand offsets and strides that are multiples of 4 and rows holding
 // whole vec4s (forward: also K % 4 == 0).
@@ -51,7 +51,6 @@ struct Params {
     a_bs: u32, b_bs: u32, y_bs: u32, z_bs: u32,
     alpha: f32, beta: f32,
     tr: u32,  // 1: Y stored transposed (see above)
-    z_is_y: u32,  // 1: Z is the output itself (accumulate), read through y (see matmul.wgsl)
 }
 
 @group(0) @binding(0) var<storage, read> a: array<f32>;

@@ -167,3 +167,21 @@ class Recorder:
         self.data.close()
         shutil.rmtree(self.path, ignore_errors=True)
         os.replace(self.tmp, self.path)
+
+
+def load(path: Path) -> tuple[dict, list[dict], object]:
+    """A recording's (header, events, data): `data(ref)` returns the bytes an event's "data" refers to."""
+    path = Path(path)
+    lines = (path / "events.jsonl").read_text(encoding="utf-8").splitlines()
+    header = json.loads(lines[0])
+    if header.get("format") != FORMAT or header.get("version") != VERSION:
+        raise ValueError(f"{path}: not a {FORMAT} recording of version {VERSION}")
+
+    def data(ref) -> bytes:
+        at, n, stored = ref
+        with open(path / "data.bin", "rb") as f:
+            f.seek(at)
+            raw = f.read(stored)
+        return zlib.decompress(raw) if stored < n else raw
+    return header, [json.loads(line) for line in lines[1:] if line], data
+
