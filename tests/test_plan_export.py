@@ -44,7 +44,7 @@ def finish(gpu, tmp_path, family="matmul") -> Path:
     """Close the GPU's recording and give its reads tolerances as `family`'s."""
     gpu.recorder.close()
     (path,) = (tmp_path / "rec").glob("*.plan")
-    plan_export.annotate(path, lambda mark: family)
+    plan_export.annotate(path, family)
     return path
 
 
@@ -103,19 +103,19 @@ def test_every_read_needs_a_tolerance(tmp_path, monkeypatch):
 
 
 @needs_dawn
-def test_dawn_replays_goldens_within_their_tolerances(tmp_path, monkeypatch):
+def test_dawn_replays_a_recording_within_the_tolerances(tmp_path, monkeypatch):
     """A matmul golden (all three products, split-K) and two learner updates recorded here replay on Dawn
     with no validation error, every read within the golden tolerances (the weights also by their change)."""
     gpu = recording_gpu(tmp_path, monkeypatch)
-    gpu.recorder.mark("matmul")
+    gpu.recorder.mark("a matmul golden", "matmul")
     gr.matmul_products(gpu, case("matmul", gr.cases("matmul")[0]), "tile4x4", (1, 3))
-    gpu.recorder.mark("learner")
+    gpu.recorder.mark("a learner golden", "learner")
     name = min(gr.cases("learner"), key=lambda n: case("learner", n)["obs"].size)
     checks = gr.learner_case(gpu, name)
     assert checks
     gpu.recorder.close()
     (path,) = (tmp_path / "rec").glob("*.plan")
-    plan_export.annotate(path, lambda mark: mark or "matmul")
+    plan_export.annotate(path)
     rc = plan_export.replay(DAWN, [path], tmp_path / "result.json")
     (res,) = json.loads((tmp_path / "result.json").read_text())
     assert rc == 0 and res["errors"] == 0 and res["failed_reads"] == 0, res

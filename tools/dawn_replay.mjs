@@ -88,7 +88,7 @@ async function replay(path) {
   const r = { recording: path, adapter: adapter.info.description || adapter.info.device || adapter.info.vendor,
               events: 0, buffers: 0, kernels: 0, plans: 0, submits: 0, dispatches: 0, reads: 0, errors: 0,
               rejected_dispatches: 0, messages: [], failed_reads: 0, skipped_reads: 0, failures: [], worst: {} };
-  let header = null, tolerances = {}, staging = null, mark = '';
+  let header = null, tolerances = {}, staging = null, mark = path.replace(/\/+$/, '').split('/').pop();
   const buffers = new Map(), modules = new Map(), kernels = new Map(), plans = new Map(), kept = new Map();
   const note = (what, msg) => { r.errors++; if (r.messages.length < MAX_MESSAGES) r.messages.push(`${what}: ${msg}`); };
   const scoped = async (what, fn) => {

@@ -50,6 +50,10 @@ READS = {
     "mingru_step": {"y*": ("mingru", None), "state": ("mingru", None), "snapshot": ("mingru", None)},
     "policy": {"act.out": ("policy", None), "grads": ("policy_grad", None), "dobs": ("policy_grad", None)},
     "policy_picture": {"act.out": ("picture", None), "grads": ("picture_grad", None)},
+    # sampled actions (float indices, where a flip fails, and Gaussian draws, which WGSL's cos/sin precision
+    # lets differ), their log-probability and value columns
+    "sample": {"actions": ("sample_draw", None), "actions_step": ("sample_draw", None),
+               "transitions": ("sample_draw", None)},
     "advantage": {"transitions": ("advantage", None)},
     "ppo": {"dout": ("ppo", None), "stats": ("ppo", None), "logs": ("ppo_stats", None), "dlogstd": ("ppo_logstd", None)},
     "muon": {"weights": ("muon", "muon_step"), "scalars": ("muon", None), "muon.momentum": ("muon", None)},
@@ -82,21 +86,21 @@ def rule(family: str, label: str):
     raise KeyError(label)
 
 
-def annotate(path: Path, family_of):
-    """Give every read of recording `path` its tolerance rows (READS), in place; `family_of(mark)` names the
-    family of the run a mark starts. Marks each event a change is measured from with "keep"."""
+def annotate(path: Path, family: str = ""):
+    """Give every read of recording `path` its tolerance rows (READS), in place: a read takes the family of
+    the latest mark before it, or `family`. Marks each event a change is measured from with "keep"."""
     from golden.check import TOLERANCES
     from trainer.gpu import record
     header, evs, _ = record.load(path)
     events = path / "events.jsonl"
-    family, keep, unknown, counts = family_of(""), set(), set(), {"reads": 0, "skipped": 0}
+    keep, unknown, counts = set(), set(), {"reads": 0, "skipped": 0}
     for ev in evs:  # (annotating again starts afresh)
         for d in (ev, ev.get("read") or {}):
             for k in ("tol", "exact", "change_tol", "skip", "keep"):
                 d.pop(k, None)
     for ev in evs:
         if ev["e"] == "mark":
-            family = family_of(ev["name"])
+            family = ev.get("family", family)
         elif ev["e"] == "submit" and ev["read"]:
             rd = ev["read"]
             try:
@@ -158,10 +162,10 @@ def record_goldens(out: Path) -> Path:
     from golden.check import TOLERANCES, rel_error
     from trainer.gpu import get_gpu
     gpu = get_gpu(quiet=True)
-    families, failed, checks = {}, [], 0
+    runs, failed, checks = 0, [], 0
     for family, label, thunk in gr.all_runs(gpu):
-        gpu.recorder.mark(label)
-        families[label] = family
+        gpu.recorder.mark(label, family)
+        runs += 1
         for name, got, want, key in thunk():
             checks += 1
             err, _ = rel_error(got, np.asarray(want))
@@ -173,8 +177,8 @@ def record_goldens(out: Path) -> Path:
     dst = out / "goldens.plan"
     _place(_only_recording(tmp), dst)
     shutil.rmtree(tmp)
-    counts = annotate(dst, lambda mark: families.get(mark, ""))
-    print(f"plan_export: {dst}: {len(families)} golden runs, {checks} checks passed on {gpu.describe()}, "
+    counts = annotate(dst)
+    print(f"plan_export: {dst}: {runs} golden runs, {checks} checks passed on {gpu.describe()}, "
           f"{counts['reads']} reads")
     return dst
 
@@ -192,7 +196,7 @@ def record_train(out: Path, args: list[str]) -> Path:
     dst = out / "train.plan"
     _place(_only_recording(tmp / "rec"), dst)
     shutil.rmtree(tmp)
-    counts = annotate(dst, lambda mark: "train")
+    counts = annotate(dst, "train")
     print(f"plan_export: {dst}: python -m trainer.run {' '.join(args)}: {counts['reads']} reads")
     return dst
 

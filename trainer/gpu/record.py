@@ -27,7 +27,8 @@ Header: {"format": "puffgpu-plan", "version": 1, "adapter": ..., "limits": {...}
              plans' dispatches in order in one compute pass, then a copy of the read range, read back.
              "prev": the index (line number − 2) of the latest earlier write or read of exactly that
              range, or null (a replay compares the change since then as well, where asked)
-    mark     {"name"}: where a part of the run begins (tools/plan_export.py names each golden run)
+    mark     {"name", "family"}: where a part of the run begins (tools/plan_export.py names each golden
+             run and its golden family)
 
 "data" is [at, nbytes, stored]: `stored` bytes at offset `at` of data.bin, zlib-compressed when
 stored < nbytes, else the raw bytes. tools/plan_export.py adds tolerances to reads and
@@ -144,8 +145,9 @@ class Recorder:
                 for d in plan.dispatches])
         return pid
 
-    def mark(self, name: str):
-        self._event("mark", name=name)
+    def mark(self, name: str, family: str | None = None):
+        """Where a part of the run begins (`family`: the golden family whose tolerances its reads take)."""
+        self._event("mark", name=name, **({"family": family} if family else {}))
 
     def submit(self, plans, read=None, dtype=None, data: np.ndarray | None = None):
         ids = [self._plan(p) for p in plans or ()]
