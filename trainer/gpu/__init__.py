@@ -4,8 +4,10 @@ The trainer imports everything from here (`from trainer.gpu import GPU, Plan, Ra
 behind it, one job each:
     adapters  which adapter, which optional features, which limits (PUFFGPU_ADAPTER, _LIMITS, ...)
     wgsl      finding shaders/, the `#include` preprocessor, what an entry point binds and needs
-    plan      Buffer, Range, Kernel and Plan (with the check of one dispatch's bindings)
+    plan      Buffer, Range, Kernel and Plan, and the check that a dispatch's bindings are ones a
+              strict WebGPU accepts (no writable binding overlapping another; Dawn checks it, wgpu-native not)
     device    GPU: the device and queue, buffer helpers, the kernel cache, `run`
+    record    plan recordings (PUFFGPU_RECORD_PLAN): a process's GPU work, replayable on Dawn
     errors    GPUError
 
 Everything puffgpu runs on the GPU goes through four objects:

@@ -1,38 +1,14 @@
-"""Recording a process's GPU work as a plan recording: a file set any WebGPU implementation can replay.
+"""Plan recordings: a process's GPU work, as issued, in files any WebGPU implementation can replay.
 
 With PUFFGPU_RECORD_PLAN=FOLDER, every GPU object of the process writes FOLDER/<pid>-<n>.plan/ (one per
-GPU, renamed into place when it closes: at exit, or `GPU.recorder.close()`), holding
+GPU, renamed into place when it closes: at exit, or `GPU.recorder.close()`):
 
-    events.jsonl   line 1 a header, then one JSON event per line, in the order the work was issued
-    data.bin       the bytes of every upload and every read back, referred to by the events
+    events.jsonl   a header line, then one JSON event per line, in the order the work was issued:
+                   buffer, free, module, kernel, write, clear, plan, submit (with the bytes read), mark
+    data.bin       the bytes of every upload and read back, referred to by the events' "data"
 
-Header: {"format": "puffgpu-plan", "version": 1, "adapter": ..., "limits": {...}, "features": [...]}
-(the device the run was recorded on). Events ("e" names the kind; ids count from 0 per kind):
-
-    buffer   {"id", "label", "size" (bytes, a multiple of 4), "usage": ["storage", "copy_src", ...]}
-    free     {"buffer"}: the buffer was released (nothing refers to it any more)
-    module   {"file", "code"}: a shaders/ file as Tint takes it (includes expanded, `enable subgroups;`
-             first where it uses subgroups); once per file, before its first kernel
-    kernel   {"id", "file", "entry", "constants" {name: number}, "label",
-              "bindings": [[binding, "read" | "read_write" | "uniform"], ...]}: one pipeline and its
-             explicit bind-group layout (only the bindings the entry point uses)
-    write    {"buffer", "offset", "data"}: queue.writeBuffer (uploads, and each plan's Params arena)
-    clear    {"buffer", "offset", "size"}: zero a range
-    plan     {"id", "label", "dispatches": [{"kernel", "grid": [x, y, z], "bind": [[binding, buffer,
-             offset, size], ...]}]}: a plan's dispatches, each with its bind group as buffer ranges (the
-             Params binding is a 256-byte slot of the plan's uniform arena, written by a `write`);
-             repeated with the same id if the plan grew (Plan.extend)
-    submit   {"plans": [plan ids], "read": null | {"buffer", "offset", "size", "dtype": "float32" |
-             "uint32" | "int32", "label" (the buffer's), "data", "prev"}}: one command buffer: the
-             plans' dispatches in order in one compute pass, then a copy of the read range, read back.
-             "prev": the index (line number − 2) of the latest earlier write or read of exactly that
-             range, or null (a replay compares the change since then as well, where asked)
-    mark     {"name", "family"}: where a part of the run begins (tools/plan_export.py names each golden
-             run and its golden family)
-
-"data" is [at, nbytes, stored]: `stored` bytes at offset `at` of data.bin, zlib-compressed when
-stored < nbytes, else the raw bytes. tools/plan_export.py adds tolerances to reads and
-tools/dawn_replay.mjs replays a recording on Dawn (docs/design.md, "Plans that run anywhere").
+The format, event by event, is docs/design.md's "Plan recordings". tools/plan_export.py gives reads their
+tolerances; tools/dawn_replay.mjs replays recordings on Dawn.
 """
 from __future__ import annotations
 
