@@ -7,7 +7,7 @@ fails the check.
     python checks/wgsl_check.py --kernels k.jsonl        # ... check exactly that set
 
 Which pipelines: with --kernels, the (file, entry point, constants) lines a run wrote with
-PUFFGPU_RECORD_KERNELS (trainer/gpu.py records every pipeline it builds); without it, this tool runs
+PUFFGPU_RECORD_KERNELS (trainer/gpu/device.py records every pipeline it builds); without it, this tool runs
 `pytest -k "golden or smoke_run"` with recording on. Each file goes to Tint as the runtime's loader
 gives it for Tint (includes expanded, `enable subgroups;` first where it uses subgroups), and each
 pipeline is created with its override constants and 'auto' layout on a device with WebGPU's default

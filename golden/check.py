@@ -33,6 +33,10 @@ TOLERANCES = {
     "ppo": (1e-5, "per-element softmax/exp in f32 of O(1) logits"),
     "ppo_logstd": (1e-5, "logstd's gradient: a fixed-order f32 sum of ≤ 517 per-element terms of O(1)"),
     "sample": (1e-5, "sampled log-probabilities: f32 log-softmax / Gaussian log-density of O(1) values"),
+    "sample_draw": (2e-3, "sampled actions and their log-probabilities on another WebGPU implementation: WGSL lets "
+                          "cos and sin err by 2^-11 absolute, so a Box–Muller draw ε = r·cos(2πu) moves by up to ~5e-4 "
+                          "of the largest draw and its log-density −½ε² by up to ~1e-3 of the largest; a discrete "
+                          "draw must not change (a flip moves an index by ≥ 1)"),
     "ppo_stats": (1e-4, "means of ≤ 517 f32 terms of either sign (the KLs): the mean can be 100× below its terms"),
     "muon": (1e-5, "new weights: W changes by lr·X ≈ 1e-3 of W, so f32 NS error is far below this"),
     "muon_step": (2e-4, "the update X alone: 5 Newton–Schulz iterations amplify f32 rounding (a ≈ 4 per step near 0)"),

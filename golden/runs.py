@@ -13,6 +13,7 @@ from trainer.kernels import TR_WIDTH, Choice, conv, matmul, pack_transitions, tr
 from trainer.kernels.advantage import compute_advantage
 from trainer.kernels.mingru import mingru_scan_backward, mingru_scan_forward, mingru_step
 from trainer.kernels.ppo import ppo_loss, reduce_logstd_grad, reduce_stats, stats_width
+from trainer.kernels.sample import sample_actions
 from trainer.learner import Learner, LearnerConfig, Muon
 from trainer.metrics import PPO_STATS
 from trainer.policy import Activations, Policy, Rollout, policy_backward, policy_forward
@@ -206,6 +207,51 @@ def advantage_case(gpu, name: str, family: str = "advantage"):
     got = gpu.read(tr).reshape(R * T, TR_WIDTH)
     return [(f"{label} advantages", got[:, tr_column("advantage")], g["advantages"].reshape(-1), "advantage"),
             (f"{label} returns", got[:, tr_column("return")], g["returns"].reshape(-1), "advantage")]
+
+
+SAMPLE_REPS = 4096  # agents per row of a `sample` golden: its frequencies are checked statistically
+
+
+def sample_run(gpu, spec, out_rows, logstd, mask_rows, deterministic, step=5, reps=SAMPLE_REPS):
+    """sample_actions once on `reps` copies of every golden row; (actions [rows, reps, K], logprobs [rows, reps]).
+    Structural failures (the env copy differs, a column other than logprob and value written) raise
+    AssertionError; the statistics are tests/test_heads.py's."""
+    M = out_rows.shape[0]
+    N = M * reps
+    ldo = ceil4(spec.out)
+    out = gpu.array(pad_rows(np.repeat(out_rows, reps, axis=0), ldo), "out")
+    sizes = gpu.array(np.array(spec.act_sizes, np.uint32), "act_sizes")
+    glob = gpu.array(np.array([0, step, 99, int(deterministic)], np.uint32), "globals")
+    ls = gpu.array(logstd.reshape(-1), "logstd") if logstd is not None else None
+    mk = gpu.array(pack_mask(np.repeat(mask_rows, reps, axis=0), spec), "mask") if mask_rows is not None else None
+    a_step, acts = gpu.buffer(4 * N * spec.K, "actions_step"), gpu.buffer(4 * N * spec.K, "actions")
+    tr = gpu.array(pack_transitions(N), "transitions")
+    plan = gpu.plan("sample")
+    sample_actions(plan, out.range(), ldo, sizes.range(), glob.range(), a_step.range(), acts.range(), tr.range(),
+                   N, 1, spec, logstd=ls.range() if ls else None, mask=mk.range() if mk else None)
+    gpu.run(plan)
+    a = gpu.read(acts).reshape(M, reps, spec.K)
+    if not np.array_equal(gpu.read(a_step).reshape(M, reps, spec.K), a):
+        raise AssertionError("sample_actions: the env copy and the rollout copy of the actions differ")
+    rows = gpu.read(tr).reshape(M, reps, TR_WIDTH)
+    if not np.array_equal(rows[..., tr_column("value")], np.repeat(out_rows[:, spec.A:spec.A + 1], reps, 1)):
+        raise AssertionError("sample_actions: the value column is not the decoder's value")
+    others = [c for c in range(TR_WIDTH) if c not in (tr_column("value"), tr_column("logprob"))]
+    if not np.all(np.isnan(rows[..., others])):
+        raise AssertionError("sample_actions writes only the log-prob and value columns")
+    return a, rows[..., tr_column("logprob")]
+
+
+def sample_case(gpu, name: str, family: str = "sample"):
+    """A `sample` golden's deterministic actions and log-probabilities, after one stochastic draw of every
+    row (whose frequencies tests/test_heads.py checks statistically; here only its structure)."""
+    g, m = case(family, name), meta(family, name)
+    spec = head_spec(m["act_sizes"])
+    sample_run(gpu, spec, g["out"], g.get("logstd"), g.get("mask"), deterministic=False)
+    det, det_lp = sample_run(gpu, spec, g["out"], g.get("logstd"), g.get("mask"), deterministic=True, reps=64)
+    if not np.array_equal(det, np.repeat(g["det_actions"][:, None, :], 64, 1)):
+        raise AssertionError(f"sample_actions {name} deterministic: not the argmax / μ")
+    return [(f"sample_actions {name} deterministic logprob", det_lp[:, 0], g["det_logprob"], "sample")]
 
 
 def ppo_case(gpu, name: str, family: str = "ppo"):
@@ -408,3 +454,36 @@ def conv_case(gpu, name: str, family: str = "conv", packed_activations=False):
             checks += [(f"conv_backward dpre{i} {name} {shape}", dys[i], c[f"dpre{i}"], "conv_grad"),
                        (f"conv_backward dw{i} {name} {shape}", dws[i], c[f"dw{i}"], "conv_grad")]
     return checks
+
+
+def all_runs(gpu) -> list[tuple[str, str, object]]:
+    """Every golden run on this device, as (golden family, label, thunk returning its checks): every
+    matmul variant the device can run (split-K ones also at SPLITS), every MinGRU variant, and each case
+    of the other families with the kernels the device's chooser picks. tools/gpu_report.py runs them;
+    tools/plan_export.py records them for a replay on another WebGPU implementation. Variants the device
+    cannot run are left out (see matmul.Variant.unavailable)."""
+    from trainer.kernels import matmul, mingru
+    runs = []
+    probe = matmul.MatmulShape("matmul_forward", 4, 4, 4, 1, True, True)
+    for variant in matmul.VARIANTS:
+        if variant.unavailable(probe, gpu) is None:
+            runs += [("matmul", f"matmul[{variant.name}] {n}",
+                      lambda n=n, v=variant.name: matmul_products(gpu, case("matmul", n), v)) for n in cases("matmul")]
+    for v in [x.name for x in matmul.VARIANTS if x.splitk]:
+        runs += [("matmul_splitk", f"matmul split-K[{v}] {n}",
+                  lambda n=n, v=v: matmul_products(gpu, case("matmul_splitk", n), v, SPLITS))
+                 for n in cases("matmul_splitk")]
+    for v in [x.name for x in mingru.VARIANTS]:
+        runs += [("mingru_scan", f"mingru scan[{v}] {n}", lambda n=n, v=v: mingru_scan(gpu, case("mingru", n), v))
+                 for n in cases("mingru")]
+        runs += [("mingru_step", f"mingru step[{v}] {n}", lambda n=n, v=v: mingru_steps(gpu, case("mingru", n), v))
+                 for n in cases("mingru")]
+    # the *_heads families run the masked and Gaussian paths of the same kernels
+    for fam, fn in (("policy", policy_case), ("sample", sample_case), ("advantage", advantage_case),
+                    ("advantage_heads", advantage_case),
+                    ("ppo", ppo_case), ("ppo_heads", ppo_case), ("muon", muon_case), ("learner", learner_case),
+                    ("learner_heads", learner_case), ("conv", conv_case), ("policy_picture", policy_picture_case),
+                    ("learner_picture", learner_case)):
+        runs += [(fam, f"{fam} {n}", lambda n=n, fn=fn, fam=fam: fn(gpu, n, fam)) for n in cases(fam)]
+    return runs
+

@@ -21,9 +21,12 @@
 // Shapes: src [frames, row_stride] (u32 words when packed, else f32); cols, dcols [frames·places, patch];
 //   y, dy [frames, out_size] (conv_relu*) or [frames, in_size] (conv_col2im, with dx); out [frames, ld_out].
 //   frames here is one chunk of whole frames (the launcher offsets every range to the chunk).
-// Bindings: src, dcols, y, dy, cols, out, and src4, dcols4, y4, dy4, cols4: the same ranges seen as vec4s
-//   (all read_write: callers may keep y and dy, or the picture and other tensors, in one buffer, and a
-//   buffer bound read-only and read-write in one dispatch is rejected even on disjoint ranges); Params.
+// Bindings: src, dcols, y, dy, cols, out, and src4, dcols4, y4, dy4, cols4: the same ranges seen as vec4s;
+//   a dispatch binds the one view of each range its path reads (wide or not), the other is left empty, as
+//   WebGPU forbids a writable binding that overlaps another. src and dcols are read-only; y is writable
+//   although conv_relu_backward and conv_col2im only read it: conv_relu writes it in place, and callers
+//   may keep y and dy in one buffer, which WebGPU allows only if both bindings are writable (a buffer is
+//   bound either read-only or writable in one dispatch) and their ranges 256 bytes apart; Params.
 // wide = 1 (the launcher sets it where offsets, strides and sizes are multiples of 4 floats): 4 values
 //   per load and store. lavapipe loads storage lane by lane, at the same cost for one float or four,
 //   so this is 3–4× fewer memory operations. Packed uint8 pictures take it at any byte alignment:
@@ -55,14 +58,14 @@ struct Params {
     src4_off: u32, dcols4_off: u32, y4_off: u32, dy4_off: u32, cols4_off: u32,
 }
 
-@group(0) @binding(0) var<storage, read_write> src: array<u32>;
-@group(0) @binding(1) var<storage, read_write> dcols: array<f32>;
+@group(0) @binding(0) var<storage, read> src: array<u32>;
+@group(0) @binding(1) var<storage, read> dcols: array<f32>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
 @group(0) @binding(3) var<storage, read_write> dy: array<f32>;
 @group(0) @binding(4) var<storage, read_write> cols: array<f32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
-@group(0) @binding(6) var<storage, read_write> src4: array<vec4<u32>>;
-@group(0) @binding(7) var<storage, read_write> dcols4: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read> src4: array<vec4<u32>>;
+@group(0) @binding(7) var<storage, read> dcols4: array<vec4<f32>>;
 @group(0) @binding(8) var<storage, read_write> y4: array<vec4<f32>>;
 @group(0) @binding(9) var<storage, read_write> dy4: array<vec4<f32>>;
 @group(0) @binding(10) var<storage, read_write> cols4: array<vec4<f32>>;

@@ -12,10 +12,12 @@
 // partial sums to part[((s·batch + bt)·M + m)·N + n]; matmul_splitk_reduce then adds the splits in the
 // order s = 0, 1, … and applies the epilogue. Same splits → same result bit for bit, run to run.
 //
-// Bindings: a, b (operands as f32), y (output), z (epilogue input; may alias y), a4, b4 (the same
-// operands seen as vec4, for VEC4 = 1), part (split-K partial sums), then Params. All storage is
-// read_write: Muon multiplies matrices that live in one scratch buffer, and a buffer bound read-only
-// and read-write in one dispatch is rejected even on disjoint ranges.
+// Bindings: a, b (operands as f32), z (epilogue input), a4, b4 (the same operands seen as vec4, for
+// VEC4 = 1), all read-only (a = b, Muon's Gram products, and z = a are allowed), then y (output) and
+// part (split-K partial sums), writable, then Params. WebGPU forbids a writable binding overlapping
+// another binding of its buffer, and a buffer bound both read-only and writable in one dispatch: so
+// an accumulating product (Z = Y) binds no z and is built with Z_IS_Y = 1 (epilogue.wgsl), reading Z
+// through y, and no operand may share a buffer with y (the runtime refuses such a dispatch).
 //
 // Needs no optional feature (the lavapipe-shaped subgroup kernels live in matmul_subgroup.wgsl).
 // Entry points per product (trainer/kernels/matmul.py declares the variants; one is picked per shape):
@@ -50,12 +52,12 @@ struct Params {
     kc: u32,      // K per split (a multiple of 4; K when splits = 1)
 }
 
-@group(0) @binding(0) var<storage, read_write> a: array<f32>;
-@group(0) @binding(1) var<storage, read_write> b: array<f32>;
+@group(0) @binding(0) var<storage, read> a: array<f32>;
+@group(0) @binding(1) var<storage, read> b: array<f32>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
-@group(0) @binding(3) var<storage, read_write> z: array<f32>;
-@group(0) @binding(4) var<storage, read_write> a4: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read_write> b4: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> z: array<f32>;
+@group(0) @binding(4) var<storage, read> a4: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read> b4: array<vec4<f32>>;
 @group(0) @binding(6) var<storage, read_write> part: array<f32>;
 @group(0) @binding(7) var<uniform> p: Params;
 

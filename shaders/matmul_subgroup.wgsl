@@ -11,8 +11,8 @@
 //
 // Shapes: M, N output rows/cols, K the reduced dimension; every operand has an element offset (*_off),
 // a row stride (ld*) and a batch stride (*_bs, grid z = batch index).
-// Bindings: a, b (operands as f32), y (output), z (epilogue input; may alias y), a4, b4 (the operands
-// seen as vec4, for the *_vec4 kernels), then Params. All storage is read_write (see matmul.wgsl).
+// Bindings: a, b (operands as f32), z (epilogue input), a4, b4 (the operands seen as vec4, for the
+// *_vec4 kernels), read-only; y (output), writable; then Params. Z = Y is Z_IS_Y = 1 (epilogue.wgsl).
 // Variants (trainer/kernels/matmul.py): sg8 = scalar loads, any offset/stride (the encoder's D = 413 rows);
 // sg8_vec4 = vec4 loads; needs operand offsets and strides that are multiples of 4 and rows holding
 // whole vec4s (forward: also K % 4 == 0).
@@ -53,12 +53,12 @@ struct Params {
     tr: u32,  // 1: Y stored transposed (see above)
 }
 
-@group(0) @binding(0) var<storage, read_write> a: array<f32>;
-@group(0) @binding(1) var<storage, read_write> b: array<f32>;
+@group(0) @binding(0) var<storage, read> a: array<f32>;
+@group(0) @binding(1) var<storage, read> b: array<f32>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
-@group(0) @binding(3) var<storage, read_write> z: array<f32>;
-@group(0) @binding(4) var<storage, read_write> a4: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read_write> b4: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> z: array<f32>;
+@group(0) @binding(4) var<storage, read> a4: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read> b4: array<vec4<f32>>;
 @group(0) @binding(6) var<uniform> p: Params;
 
 override RG: u32 = 4u;  // row groups of 8 per workgroup (1, 2 or 4)

@@ -224,12 +224,15 @@ def test_conv_dispatch_shapes_under_the_gpu_rule(gpu):
     wbuf = gpu.buffer(4 * sum(l.out_c * l.patch for l in layers), "w")
     woffs = np.cumsum([0] + [l.out_c * l.patch for l in layers])
     w = [wbuf.f32(int(woffs[i]), l.out_c * l.patch) for i, l in enumerate(layers)]
+    dbig, dwbuf = gpu.buffer(big.nbytes, "dactivations"), gpu.buffer(wbuf.nbytes, "dw")
+    dys = [dbig.f32(r.offset // 4, r.count) for r in ys]
+    dw = [dwbuf.f32(r.offset // 4, r.count) for r in w]
     scratch = conv.ConvScratch(gpu, layers, conv.conv_chunk(layers, frames))
     plan = gpu.plan("shape")
     with using(gpu, GpuRule()):
         src = conv.PictureInput(True, words)
         conv.conv_forward(plan, obs, src, w, ys, frames, layers, scratch)
-        conv.conv_backward(plan, obs, src, w, ys, ys, w, frames, layers, scratch)  # shapes only, never run
+        conv.conv_backward(plan, obs, src, w, ys, dys, dw, frames, layers, scratch)  # shapes only, never run
     heavy = [d for d in plan.infos if d.work is not None and d.work >= HEAVY_WORK]
     assert heavy and all(d.serial is not None for d in plan.infos)
     for d in heavy:

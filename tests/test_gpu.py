@@ -76,11 +76,44 @@ def test_plan_checks_name_the_kernel(gpu):
     with pytest.raises(GPUError, match=r"uses bindings \['z'\] but none were given"):
         plan.add(k, 1, a=buf.range(), b=buf.range(), y=buf.range())
     with pytest.raises(GPUError, match=r"unknown params \['MM'\]"):
-        plan.add(k, 1, {"MM": 3}, a=buf.range(), b=buf.range(), y=buf.range(), z=buf.range())
+        plan.add(k, 1, {"MM": 3}, a=buf.range(), b=buf.range(), y=gpu.buffer(64, "y").range(), z=buf.range())
     with pytest.raises(GPUError, match="no entry point 'nope'"):
         gpu.kernel("matmul.wgsl", "nope")
     with pytest.raises(GPUError, match="shader file 'nope.wgsl' not found"):
         gpu.kernel("nope.wgsl", "main")
+
+
+def test_plan_refuses_bindings_webgpu_forbids(gpu):
+    """What Dawn refuses when a dispatch is recorded (wgpu-native does not check it) is refused when the
+    plan is built, naming the kernel, both bindings and their byte windows: a writable binding that
+    overlaps another binding of its buffer (at WebGPU's 256-byte binding alignment, whatever the
+    device's), and a buffer bound read-only and writable in one dispatch."""
+    relu_bw = gpu.kernel("conv.wgsl", "conv_relu_backward", WG=64)
+    buf = gpu.buffer(4096, "activations")
+    plan = gpu.plan("overlaps")
+    params = dict(total=16, wide=0)
+    with pytest.raises(GPUError, match=r"conv.wgsl:conv_relu_backward\[WG=64\] in plan 'overlaps': read_write binding "
+                                       r"y \[0, 64\) and read_write binding dy \[0, 96\) of buffer 'activations' "
+                                       r"overlap \(byte windows at WebGPU's 256-byte"):
+        plan.add(relu_bw, 1, params, y=buf.f32(0, 16), dy=buf.f32(8, 16), y4=None, dy4=None)
+    # disjoint ranges, but dy (bytes 200..264) is bound from byte 0 on a device with 256-byte alignment
+    with pytest.raises(GPUError, match=r"read_write binding y \[0, 64\) and read_write binding dy \[0, 264\) .* overlap"):
+        plan.add(relu_bw, 1, params, y=buf.f32(0, 16), dy=buf.f32(50, 16), y4=None, dy4=None)
+    plan.add(relu_bw, 1, params, y=buf.f32(0, 16), dy=buf.f32(64, 16), y4=None, dy4=None)  # 256 B apart: allowed
+    mm = gpu.kernel("matmul.wgsl", "matmul_forward_ref", WG_X=16, WG_Y=16)
+    with pytest.raises(GPUError, match=r"matmul_forward_ref.*: read binding a \[0, 64\) and read_write binding y "
+                                       r"\[256, 320\) of buffer 'activations': WebGPU binds a buffer in one dispatch "
+                                       r"either read-only or writable"):
+        plan.add(mm, 1, a=buf.f32(0, 16), b=gpu.buffer(64, "b").range(), y=buf.f32(64, 16), z=None)
+    # the matmul launchers say so in their own words, before the plan sees it
+    with pytest.raises(GPUError, match=r"operand a and the output y are both in buffer 'activations'"):
+        matmul.matmul_forward(plan, buf.f32(0, 16), gpu.buffer(64, "w").range(), buf.f32(64, 16), 4, 4, 4)
+    # every binding a dispatch leaves empty gets a dummy range; writable ones never share one
+    ref = gpu.kernel("matmul.wgsl", "matmul_forward_tile", BR=1, VEC4=1)
+    assert {b for b, kind, _ in ref.bindings if kind == "read_write"} == {2, 6}  # y, part
+    starts = {gpu.dummy_range(b, "read_write")[1] for b in range(32)}
+    assert len(starts) == 32 and all(s % 256 == 0 for s in starts)
+    assert gpu.dummy_range(0, "read")[0] is gpu.dummy_range(5, "read")[0]  # read-only ones may share
 
 
 def test_plan_replays_and_counts(gpu):
@@ -182,7 +215,7 @@ def test_shader_includes(tmp_path, monkeypatch):
              "stray.wgsl": "fn a() {}\n#define X 1\n"}
     for name, text in files.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
-    monkeypatch.setattr(gpu_mod, "SHADER_DIR", tmp_path)
+    monkeypatch.setattr(gpu_mod.wgsl, "SHADER_DIR", tmp_path)
     sf = gpu_mod.ShaderFile.load("main.wgsl")
     assert "fn lib_fn()" in sf.source and "#include" not in sf.source and "lib_fn" in sf.uses
     for name, msg in (("missing.wgsl", r"missing.wgsl:1: #include \"nope.wgsl\": no such file"),

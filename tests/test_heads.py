@@ -7,7 +7,7 @@ import pytest
 import golden.runs as gr
 from golden.check import assert_close, case, meta, tolerance
 from trainer.gpu import GPUError
-from trainer.kernels import TR_WIDTH, pack_transitions, tr_column
+from trainer.kernels import TR_WIDTH, pack_transitions
 from trainer.kernels.advantage import compute_advantage
 from trainer.kernels.ppo import ppo_loss, reduce_logstd_grad, stats_width
 from trainer.kernels.sample import sample_actions
@@ -20,32 +20,11 @@ HALF_LOG_2PI = 0.5 * np.log(2 * np.pi)
 
 # ------------------------------------------------------------------------------------------ sampling
 
-REPS = 4096  # agents per golden row
+REPS = gr.SAMPLE_REPS  # agents per golden row
 
 
 def _sample(gpu, spec, out_rows, logstd, mask_rows, deterministic, step=5):
-    """Run sample_actions once on REPS copies of every golden row; returns (actions [rows, REPS, K], logprobs)."""
-    M = out_rows.shape[0]
-    N = M * REPS
-    ldo = ceil4(spec.out)
-    out = gpu.array(gr.pad_rows(np.repeat(out_rows, REPS, axis=0), ldo), "out")
-    sizes = gpu.array(np.array(spec.act_sizes, np.uint32), "act_sizes")
-    glob = gpu.array(np.array([0, step, 99, int(deterministic)], np.uint32), "globals")
-    ls = gpu.array(logstd.reshape(-1), "logstd") if logstd is not None else None
-    mk = gpu.array(pack_mask(np.repeat(mask_rows, REPS, axis=0), spec), "mask") if mask_rows is not None else None
-    a_step, acts = gpu.buffer(4 * N * spec.K, "actions_step"), gpu.buffer(4 * N * spec.K, "actions")
-    tr = gpu.array(pack_transitions(N), "transitions")
-    plan = gpu.plan("sample")
-    sample_actions(plan, out.range(), ldo, sizes.range(), glob.range(), a_step.range(), acts.range(), tr.range(),
-                   N, 1, spec, logstd=ls.range() if ls else None, mask=mk.range() if mk else None)
-    gpu.run(plan)
-    a = gpu.read(acts).reshape(M, REPS, spec.K)
-    assert np.array_equal(gpu.read(a_step).reshape(M, REPS, spec.K), a), "env copy and rollout copy differ"
-    rows = gpu.read(tr).reshape(M, REPS, TR_WIDTH)
-    assert np.array_equal(rows[..., tr_column("value")], np.repeat(out_rows[:, spec.A:spec.A + 1], REPS, 1))
-    others = [c for c in range(TR_WIDTH) if c not in (tr_column("value"), tr_column("logprob"))]
-    assert np.all(np.isnan(rows[..., others])), "sample_actions writes only the log-prob and value columns"
-    return a, rows[..., tr_column("logprob")]
+    return gr.sample_run(gpu, spec, out_rows, logstd, mask_rows, deterministic, step)
 
 
 @pytest.mark.parametrize("name", gr.cases("sample"))

@@ -129,10 +129,10 @@ def bench_numpy(launcher, M, N, K, reps=5):
 
 def bench_encode(gpu, n=150):
     """CPU time to encode a plan of n small dispatches (the minibatch plan's order of size)."""
-    a = gpu.buffer(4 * 64 * 64, "a")
+    a, y = gpu.buffer(4 * 64 * 64, "a"), gpu.buffer(4 * 64 * 64, "y")
     plan = gpu.plan("encode")
     for i in range(n):
-        matmul.matmul_forward(plan, a.range(), a.range(), a.range(), 8, 8 + (i % 3) * 8, 8, variant="tile4x4")
+        matmul.matmul_forward(plan, a.range(), a.range(), y.range(), 8, 8 + (i % 3) * 8, 8, variant="tile4x4")
     plan.finalize()
     times = []
     for _ in range(20):

@@ -105,33 +105,14 @@ def report_goldens(gpu, verbose: bool):
 
 def _report_goldens(gpu, verbose: bool):
     import golden.runs as gr
-    from golden.check import TOLERANCES, case, rel_error
-    from trainer.kernels import matmul, mingru
-    groups = []  # (group label, thunk returning checks)
+    from golden.check import TOLERANCES, rel_error
+    from trainer.kernels import matmul
     probe = matmul.MatmulShape("matmul_forward", 4, 4, 4, 1, True, True)
     for variant in matmul.VARIANTS:
-        v, why = variant.name, variant.unavailable(probe, gpu)
-        if why is None:
-            groups += [(f"matmul[{v}] {n}", lambda n=n, v=v: gr.matmul_products(gpu, case("matmul", n), v))
-                       for n in gr.cases("matmul")]
-        else:
-            print(f"   matmul[{v}]: not run ({why})")
-    for v in [x.name for x in matmul.VARIANTS if x.splitk]:
-        groups += [(f"matmul split-K[{v}] {n}", lambda n=n, v=v: gr.matmul_products(gpu, case("matmul_splitk", n), v,
-                                                                                   gr.SPLITS))
-                   for n in gr.cases("matmul_splitk")]
-    for v in [x.name for x in mingru.VARIANTS]:
-        groups += [(f"mingru scan[{v}] {n}", lambda n=n, v=v: gr.mingru_scan(gpu, case("mingru", n), v))
-                   for n in gr.cases("mingru")]
-        groups += [(f"mingru step[{v}] {n}", lambda n=n, v=v: gr.mingru_steps(gpu, case("mingru", n), v))
-                   for n in gr.cases("mingru")]
-    # the *_heads families run the masked and Gaussian paths of the same kernels
-    for fam, fn in (("policy", gr.policy_case), ("advantage", gr.advantage_case),
-                    ("advantage_heads", gr.advantage_case), ("ppo", gr.ppo_case), ("ppo_heads", gr.ppo_case),
-                    ("muon", gr.muon_case), ("learner", gr.learner_case), ("learner_heads", gr.learner_case),
-                    ("conv", gr.conv_case), ("policy_picture", gr.policy_picture_case),
-                    ("learner_picture", gr.learner_case)):
-        groups += [(f"{fam} {n}", lambda n=n, fn=fn, fam=fam: fn(gpu, n, fam)) for n in gr.cases(fam)]
+        why = variant.unavailable(probe, gpu)
+        if why is not None:
+            print(f"   matmul[{variant.name}]: not run ({why})")
+    groups = [(label, thunk) for _, label, thunk in gr.all_runs(gpu)]  # (group label, thunk returning checks)
     passed = total = 0
     per_kernel: dict[str, list] = {}
     failures = []

@@ -125,8 +125,9 @@ class Variant:
     def entry_for(self, form: str) -> str:
         return self.entry.format(form=form)
 
-    def kernel(self, gpu, form: str):
-        return gpu.kernel(self.file, self.entry_for(form), **dict(self.constants))
+    def kernel(self, gpu, form: str, **constants):
+        """The pipeline for `form`, with this variant's override constants and `constants` (e.g. Z_IS_Y)."""
+        return gpu.kernel(self.file, self.entry_for(form), **dict(self.constants), **constants)
 
     def unavailable(self, shape, gpu) -> str | None:
         """None when this variant can run `shape` on `gpu`, else the reason it cannot."""
@@ -160,7 +161,7 @@ class Geometry:
         """Loop iterations one invocation runs in all (lavapipe's limit counts them all)."""
         return serial
 
-    def add(self, plan, variant: "Variant", shape, operands: dict, params: dict, splits: int):
+    def add(self, plan, variant: "Variant", shape, operands: dict, params: dict, splits: int, constants=None):
         """Add the variant's dispatch(es) for `shape` to `plan`, recording each one's shape."""
         raise NotImplementedError
 

@@ -95,6 +95,15 @@ def _aligned(r: Range) -> bool:
     return r.offset % 16 == 0
 
 
+def _views(wide: bool, **ranges: Range) -> dict:
+    """Each range bound under one view, the vec4 one (`name4`) where the path is wide, the other left
+    empty: two views of one range in one dispatch overlap, which WebGPU forbids for writable bindings."""
+    out = {}
+    for name, r in ranges.items():
+        out[name], out[name + "4"] = (None, r) if wide else (r, None)
+    return out
+
+
 def _grid(total: int) -> tuple[int, int]:
     blocks = max(1, ceil_div(total, WG))
     gx = min(blocks, MAX_GX)
@@ -135,7 +144,8 @@ def conv_im2col(plan: Plan, src: Range, pic: PictureInput, layer: ConvLayer, fra
     k = plan.gpu.kernel("conv.wgsl", "conv_im2col", WG=WG)
     params = dict(_layer_params(layer, frames), total=total, packed=int(pic.packed), row_stride=pic.row_stride,
                   offset=pic.offset, piece=piece, pieces=pieces, wide=int(wide))
-    return plan.add(k, _grid(total), params, src=src, src4=src, cols=cols, cols4=cols).note(
+    views = {**_views(wide and not pic.packed, src=src), **_views(wide, cols=cols)}  # packed: words, shifted
+    return plan.add(k, _grid(total), params, **views).note(
         invocations=total, serial=ceil_div(piece, unit), work=rows * layer.patch)
 
 
@@ -145,7 +155,7 @@ def conv_relu(plan: Plan, y: Range, count: int):
     wide = count % 4 == 0 and _aligned(y)
     total = count // 4 if wide else count
     k = plan.gpu.kernel("conv.wgsl", "conv_relu", WG=WG)
-    return plan.add(k, _grid(total), dict(total=total, wide=int(wide)), y=y, y4=y).note(
+    return plan.add(k, _grid(total), dict(total=total, wide=int(wide)), **_views(wide, y=y)).note(
         invocations=total, serial=1, work=count)
 
 
@@ -157,7 +167,8 @@ def conv_relu_backward(plan: Plan, y: Range, dy: Range, count: int):
     wide = count % 4 == 0 and _aligned(y) and _aligned(dy)
     total = count // 4 if wide else count
     k = plan.gpu.kernel("conv.wgsl", "conv_relu_backward", WG=WG)
-    return plan.add(k, _grid(total), dict(total=total, wide=int(wide)), y=y, dy=dy, y4=y, dy4=dy).note(
+    views = _views(wide, y=y, dy=dy)
+    return plan.add(k, _grid(total), dict(total=total, wide=int(wide)), **views).note(
         invocations=total, serial=1, work=count)
 
 
@@ -172,8 +183,8 @@ def conv_col2im(plan: Plan, dcols: Range, layer: ConvLayer, frames: int, y: Rang
     wide = layer.in_c % 4 == 0 and _aligned(dcols) and _aligned(y) and _aligned(dx)  # 4 channels at a time
     total = count // 4 if wide else count
     k = plan.gpu.kernel("conv.wgsl", "conv_col2im", WG=WG)
-    return plan.add(k, _grid(total), dict(_layer_params(layer, frames), total=total, wide=int(wide)),
-                    dcols=dcols, y=y, dy=dx, dcols4=dcols, y4=y, dy4=dx).note(
+    views = _views(wide, dcols=dcols, y=y, dy=dx)
+    return plan.add(k, _grid(total), dict(_layer_params(layer, frames), total=total, wide=int(wide)), **views).note(
         invocations=total, serial=cover, work=count * cover)
 
 

@@ -83,10 +83,10 @@ class RefGeometry(Geometry):
     def serial(self, shape, kc):
         return shape.K
 
-    def add(self, plan, variant, shape, operands, params, splits):
+    def add(self, plan, variant, shape, operands, params, splits, constants=None):
         kc, S = split_k(shape.K, splits)
         params.update(batch=shape.batch, splits=S, kc=kc)
-        return plan.add(variant.kernel(plan.gpu, shape.form), self.grid(shape, S), params,
+        return plan.add(variant.kernel(plan.gpu, shape.form, **(constants or {})), self.grid(shape, S), params,
                         **variant.bind(operands)).note(invocations=self.invocations(shape, S),
                                                         serial=self.serial(shape, kc), work=shape.work)
 
@@ -115,7 +115,7 @@ class SubgroupGeometry(Geometry):
     def serial(self, shape, kc):
         return shape.K if shape.form == "matmul_backward_weight" else ceil_div(shape.K, 4)
 
-    def add(self, plan, variant, shape, operands, params, splits):
+    def add(self, plan, variant, shape, operands, params, splits, constants=None):
         # forward is symmetric in its operands (y = a·bᵀ, yᵀ = b·aᵀ): for narrow outputs (the decoder's
         # A+1 columns) swap them and store transposed, so the 64-column side of the tile covers M
         M, N = shape.M, shape.N
@@ -126,7 +126,7 @@ class SubgroupGeometry(Geometry):
             M, N = N, M
         rg = _row_groups(M)
         grid = (ceil_div(N, SG_COLS), ceil_div(M, 8 * rg), shape.batch)
-        kernel = plan.gpu.kernel(variant.file, variant.entry_for(shape.form), RG=rg)
+        kernel = plan.gpu.kernel(variant.file, variant.entry_for(shape.form), RG=rg, **(constants or {}))
         return plan.add(kernel, grid, params, **variant.bind(operands)).note(
             invocations=grid[0] * grid[1] * grid[2] * 8, serial=self.serial(shape, shape.K), work=shape.work)
 
@@ -146,8 +146,8 @@ class TileGeometry(Geometry):
     def serial(self, shape, kc):
         return ceil_div(kc, 4)
 
-    def add(self, plan, variant, shape, operands, params, splits):
-        return _add_blocked(self, plan, variant, shape, operands, params, splits)
+    def add(self, plan, variant, shape, operands, params, splits, constants=None):
+        return _add_blocked(self, plan, variant, shape, operands, params, splits, constants or {})
 
 
 class WgmemGeometry(Geometry):
@@ -165,20 +165,21 @@ class WgmemGeometry(Geometry):
     def loops(self, serial):
         return serial // 16 * 17  # a stage loads, then 16 updates
 
-    def add(self, plan, variant, shape, operands, params, splits):
-        return _add_blocked(self, plan, variant, shape, operands, params, splits)
+    def add(self, plan, variant, shape, operands, params, splits, constants=None):
+        return _add_blocked(self, plan, variant, shape, operands, params, splits, constants or {})
 
 
-def _add_blocked(geo, plan, variant, shape, operands, params, splits):
+def _add_blocked(geo, plan, variant, shape, operands, params, splits, constants):
     """The tile and wgmem kernels: one dispatch, plus the split-K reduction when K is split."""
     kc, S = split_k(shape.K, splits)
     params.update(batch=shape.batch, splits=S, kc=kc)
     part = plan.gpu.scratch(S * shape.batch * shape.M * shape.N) if S > 1 else None
-    plan.add(variant.kernel(plan.gpu, shape.form), geo.grid(shape, S), params, part=part,
+    plan.add(variant.kernel(plan.gpu, shape.form, **constants), geo.grid(shape, S), params, part=part,
              **variant.bind(operands)).note(invocations=geo.invocations(shape, S), serial=geo.serial(shape, kc),
                                             work=shape.work)
     if S > 1:
-        matmul_splitk_reduce(plan, part, operands["y"], operands["z"], params, shape.M, shape.N, shape.batch, S)
+        matmul_splitk_reduce(plan, part, operands["y"], operands["z"], params, shape.M, shape.N, shape.batch, S,
+                             constants)
     return plan
 
 
@@ -359,16 +360,37 @@ def _matmul(plan: Plan, form: str, a: Range, b: Range, y: Range, M: int, N: int,
                        f"lavapipe runs ({MAX_LOOP}); split K (splits > 1) or into several accumulating products")
     params = dict(M=M, N=N, K=K, lda=lda, ldb=ldb, ldy=ldy, ldz=ldz,
                   a_bs=a_bs, b_bs=b_bs, y_bs=y_bs, z_bs=z_bs, alpha=alpha, beta=beta)
-    return variant.geometry.add(plan, variant, shape, dict(a=a, b=b, y=y, z=z), params, splits)
+    z, constants = _epilogue_input(label, params, a, b, y, z)
+    return variant.geometry.add(plan, variant, shape, dict(a=a, b=b, y=y, z=z), params, splits, constants)
 
 
-def matmul_splitk_reduce(plan: Plan, part: Range, y: Range, z: Range, params: dict, M: int, N: int, batch: int,
-                         S: int):
+def _epilogue_input(label: str, params: dict, a: Range, b: Range, y: Range, z: Range) -> tuple[Range | None, dict]:
+    """The range to bind as z (None: unbound) and the epilogue's override constants. The operands and z
+    are bound read-only and y writable, and WebGPU binds a buffer in one dispatch either read-only or
+    writable, so none of them may share y's buffer; Z = Y (accumulating in place) is read through y
+    instead (Z_IS_Y = 1, a pipeline of its own: epilogue.wgsl)."""
+    for name, r in (("a", a), ("b", b)):
+        if r.buffer is y.buffer:
+            raise GPUError(f"{label}: operand {name} and the output y are both in buffer {y.buffer.label!r}; a "
+                           f"dispatch binds a buffer either read-only or writable (WebGPU): keep the output in "
+                           f"another buffer")
+    if params["beta"] == 0:
+        return None, {}  # Z is not read
+    if z.buffer is y.buffer:
+        if z.offset != y.offset:
+            raise GPUError(f"{label}: the epilogue's z starts at byte {z.offset} of {y.buffer.label!r}, the output y at "
+                           f"byte {y.offset} of the same buffer; z must be y itself (accumulate) or in another buffer")
+        return None, {"Z_IS_Y": 1}
+    return z, {}
+
+
+def matmul_splitk_reduce(plan: Plan, part: Range, y: Range, z: Range | None, params: dict, M: int, N: int, batch: int,
+                         S: int, constants=None):
     """y = alpha·Σ_s part[s] + beta·z for every output, s in order (the second pass of split-K)."""
     need(f"matmul_splitk_reduce M={M} N={N} S={S}", "part", part, S * batch * M * N)
     blocks = ceil_div(M * N, SPLITK_REDUCE_WG)
     gx = min(blocks, 32768)
-    kernel = plan.gpu.kernel("matmul.wgsl", "matmul_splitk_reduce")
+    kernel = plan.gpu.kernel("matmul.wgsl", "matmul_splitk_reduce", **(constants or {}))
     return plan.add(kernel, (gx, ceil_div(blocks, gx), batch), params, part=part, y=y, z=z).note(
         invocations=M * N * batch, serial=S, work=S * M * N * batch)
 
