@@ -140,7 +140,7 @@ class Bound:
     """One storage binding of a dispatch: the binding window [start, start + size) of `buffer` (the range
     widened down to the device's offset alignment; the kernel gets the rest as `<name>_off`)."""
     name: str
-    kind: str  # 'read' | 'read_write', as the shader declares it
+    access: str  # 'read' | 'read_write', as the shader declares it
     buffer: "Buffer"
     start: int
     size: int
@@ -161,12 +161,12 @@ def check_bindings(kernel, plan_label: str, bound: list[Bound]):
     align = max(WEBGPU_OFFSET_ALIGNMENT, kernel.gpu.limits["min-storage-buffer-offset-alignment"])
     for i, a in enumerate(bound):
         for b in bound[i + 1:]:
-            if a.buffer is not b.buffer or (a.kind == "read" and b.kind == "read"):
+            if a.buffer is not b.buffer or (a.access == "read" and b.access == "read"):
                 continue
             wa, wb = a.window(align), b.window(align)
-            where = (f"{kernel.label} in plan {plan_label!r}: {a.kind} binding {a.name} [{wa[0]}, {wa[1]}) and "
-                     f"{b.kind} binding {b.name} [{wb[0]}, {wb[1]}) of buffer {a.buffer.label!r}")
-            if a.kind != b.kind:
+            where = (f"{kernel.label} in plan {plan_label!r}: {a.access} binding {a.name} [{wa[0]}, {wa[1]}) and "
+                     f"{b.access} binding {b.name} [{wb[0]}, {wb[1]}) of buffer {a.buffer.label!r}")
+            if a.access != b.access:
                 raise GPUError(f"{where}: WebGPU binds a buffer in one dispatch either read-only or writable, "
                                f"never both (even on disjoint ranges); keep the input in another buffer")
             if wa[0] < wb[1] and wb[0] < wa[1]:
