@@ -366,3 +366,20 @@ def test_curriculum_starts_a_bot_exactly_where_one_stood():
         assert log["real_starts"] == 0 and "start_perf" not in log and log["progress"] >= progress - 0.01
         m = env.epoch_metrics()
         assert m["curriculum_starts"] >= 3 and m["placement_misses"] == 0
+
+
+def test_evaluation_starts_every_episode_at_the_spawn():
+    """trainer.eval turns the curriculum off whatever the run's ini says (the kind's evaluation
+    values), so its progress is measured from the map's spawn."""
+    from trainer import config as config_mod
+    from trainer.eval import Evaluator
+    source = envs.resolve("ddnet")
+    cfg, _ = config_mod.load(source, config_mod.parse_flags(["--env.curriculum", "0.8", "--env.episode_seconds", "1"]))
+    assert cfg["env"]["curriculum"] == 0.8
+    ev = Evaluator(source, cfg, None, 2, seed=3)
+    try:
+        assert ev.env.curriculum.share == 0.0
+        res = ev.measure(4)
+        assert res["episodes"] == 4 and "start_perf" not in res and 0 <= res["progress"] < 0.1
+    finally:
+        ev.env.close()
