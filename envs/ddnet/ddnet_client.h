@@ -513,7 +513,7 @@ static void ddc_publish(ddc_env *e, int i, const ddc_snap *s) {
     ddc_extract(e, i, s);
     st[DDC_TICK] = s->tick; st[DDC_SNAPS]++;
     if (st[DDC_PHASE] < 5) st[DDC_PHASE] = 5;
-    pthread_cond_broadcast(&e->tick_cond);
+    if (!e->lockstep) pthread_cond_broadcast(&e->tick_cond); /* ddc_wait_tick; lockstep's wait counts datagrams */
     pthread_mutex_unlock(&e->tick_lock);
     /* ack it at once, with the current input. Not in lockstep: there the trainer's next input acks
      * it, and an earlier one for the same tick would be the one the server applies */
@@ -663,31 +663,63 @@ static void ddc_on_packet(ddc_env *e, int i, uint8_t *buf, int size) {
     }
 }
 
+/* reads every datagram waiting for bot i (the network thread; counts into got_from) */
+static int ddc_receive(ddc_env *e, int i, uint8_t *buf, int cap) {
+    ddc_bot *b = &e->bots[i];
+    int got_any = 0;
+    pthread_mutex_lock(&b->lock);
+    for (int k = 0; k < 64; k++) {
+        ssize_t got = recv(b->fd, buf, cap, MSG_DONTWAIT);
+        if (got < 0) break;
+        ddc_on_packet(e, i, buf, (int)got);
+        got_any++;
+    }
+    pthread_mutex_unlock(&b->lock);
+    return got_any;
+}
+
 static void *ddc_thread(void *arg) {
     ddc_env *e = arg;
-    struct pollfd *fds = calloc(e->num_bots, sizeof *fds);
+    struct pollfd *fds = calloc(e->num_bots + e->num_servers, sizeof *fds);
     uint64_t *got_from = calloc(e->num_servers, sizeof *got_from), any = 0;
     uint8_t buf[2048];
-    for (int i = 0; i < e->num_bots; i++) { fds[i].fd = e->bots[i].fd; fds[i].events = POLLIN; }
-    int64_t last_timers = 0;
-    while (e->running) {
-        int r = poll(fds, e->num_bots, 5);
-        if (r > 0 && got_from)
-            for (int i = 0; i < e->num_bots; i++) {
-                if (!(fds[i].revents & POLLIN)) continue;
-                ddc_bot *b = &e->bots[i];
-                int got_any = 0;
-                pthread_mutex_lock(&b->lock);
-                for (int k = 0; k < 64; k++) {
-                    ssize_t got = recv(b->fd, buf, sizeof buf, MSG_DONTWAIT);
-                    if (got < 0) break;
-                    ddc_on_packet(e, i, buf, (int)got);
-                    got_any++;
-                }
-                pthread_mutex_unlock(&b->lock);
-                got_from[b->server_index] += got_any;
-                any += got_any;
+    int64_t last_timers = 0, last_sweep = 0;
+    while (e->running && fds && got_from) {
+        if (e->lockstep) {
+            /* a server's datagrams come in a burst while it runs a grant, which ends with its `done`
+             * signal: read its bots' sockets then, all at once, rather than be woken by each datagram;
+             * whatever comes between grants (the join's answers) is swept up every 5 ms */
+            int n = 0;
+            for (int s = 0; s < e->num_servers; s++)
+                if (e->blocks[s]) { fds[n].fd = e->done_fd[s]; fds[n].events = POLLIN; fds[n].revents = 0; n++; }
+            int r = poll(fds, n, 5), signalled = 0;
+            int64_t now = ddc_now_ms();
+            int sweep = r <= 0 || now - last_sweep >= 5;
+            for (int k = 0, s = 0; s < e->num_servers; s++) {
+                if (!e->blocks[s]) continue;
+                int ready = r > 0 && (fds[k++].revents & POLLIN);
+                if (ready) { uint64_t v; if (read(e->done_fd[s], &v, sizeof v) < 0) { /* drained */ } }
+                if (!ready && !sweep) continue;
+                signalled |= ready;
+                for (int i = 0; i < e->num_bots; i++)
+                    if (e->bots[i].server_index == s) { int g = ddc_receive(e, i, buf, sizeof buf); got_from[s] += g; any += g; }
             }
+            if (sweep) last_sweep = now;
+            if (signalled && !any) {  /* its datagrams were swept up before: the wait is over all the same */
+                pthread_mutex_lock(&e->tick_lock);
+                pthread_cond_broadcast(&e->tick_cond);
+                pthread_mutex_unlock(&e->tick_lock);
+            }
+        } else {
+            for (int i = 0; i < e->num_bots; i++) { fds[i].fd = e->bots[i].fd; fds[i].events = POLLIN; fds[i].revents = 0; }
+            int r = poll(fds, e->num_bots, 5);
+            if (r > 0)
+                for (int i = 0; i < e->num_bots; i++) {
+                    if (!(fds[i].revents & POLLIN)) continue;
+                    int g = ddc_receive(e, i, buf, sizeof buf);
+                    got_from[e->bots[i].server_index] += g; any += g;
+                }
+        }
         if (any) {  /* counted once handled, for ddc_lockstep_wait */
             pthread_mutex_lock(&e->tick_lock);
             for (int s = 0; s < e->num_servers; s++) { atomic_fetch_add(&e->received[s], got_from[s]); got_from[s] = 0; }
@@ -886,34 +918,15 @@ static void ddc_lockstep_grant(ddc_env *e, int s, int64_t grant_ns) {
 
 /* waits until every attached server has run its grant and our bots have handled every datagram it
  * sent until then (its snapshots of the granted tick), or timeout_ms passes; done[s] = 1 for the
- * servers that made it. Returns how many did not. */
+ * servers that made it. Returns how many did not. The network thread reads a server's datagrams
+ * when it signals `done` and wakes this wait. */
 static int ddc_lockstep_wait(ddc_env *e, int timeout_ms, int32_t *done) {
     int64_t deadline = ddc_now_ms() + timeout_ms;
-    struct pollfd *fds = calloc(e->num_servers + 1, sizeof *fds);
-    if (!fds) return e->num_servers;
     for (int s = 0; s < e->num_servers; s++) done[s] = e->blocks[s] == NULL;
-    /* 1. the servers: each signals `done` when it reaches its grant */
-    for (;;) {
-        int n = 0;
-        for (int s = 0; s < e->num_servers; s++) {
-            lockstep_block *blk = e->blocks[s];
-            if (!blk || atomic_load(&blk->reached_ns) >= atomic_load(&blk->grant_ns)) continue;
-            fds[n].fd = e->done_fd[s]; fds[n].events = POLLIN; fds[n].revents = 0; n++;
-        }
-        int64_t left = deadline - ddc_now_ms();
-        if (!n || left <= 0) break;
-        if (poll(fds, n, (int)left) > 0)
-            for (int k = 0; k < n; k++)
-                if (fds[k].revents & POLLIN) {
-                    uint64_t v;
-                    if (read(fds[k].fd, &v, sizeof v) < 0) { /* drained already */ }
-                }
-    }
-    /* 2. our bots: every datagram the server had sent by then handled by the network thread. One
-     * that has not come DDC_LOST_MS after the server got there or after the last that came, with
-     * none waiting in its server's bots' sockets (a starved network thread is late, not lossy),
-     * was lost (a full receive buffer): the wait counts in e->lost and goes on, as the server's
-     * does for ours */
+    /* A datagram that has not come DDC_LOST_MS after the server got there or after the last that
+     * came, with none waiting in its server's bots' sockets (a starved network thread is late, not
+     * lossy), was lost (a full receive buffer): the wait counts in e->lost and goes on, as the
+     * server's does for ours */
     int late;
     pthread_mutex_lock(&e->tick_lock);
     for (;;) {
@@ -939,7 +952,6 @@ static int ddc_lockstep_wait(ddc_env *e, int timeout_ms, int32_t *done) {
         pthread_cond_timedwait(&e->tick_cond, &e->tick_lock, &until);
     }
     pthread_mutex_unlock(&e->tick_lock);
-    free(fds);
     return late;
 }
 

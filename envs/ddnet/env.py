@@ -150,6 +150,7 @@ class DDNetEnv(EnvBase):
         self._want = np.full(n, -1, np.int32)
         self._want_ptr = ffi.cast("int32_t *", ffi.from_buffer(self._want))
         self.granted = np.zeros(servers, np.int64)     # lockstep: ticks each server may run since it started
+        self.grants = np.zeros(servers, np.int64)      # ... and the grants that gave them
         self._done = np.zeros(servers, np.int32)
         self._done_ptr = ffi.cast("int32_t *", ffi.from_buffer(self._done))
         self._hung = set()                             # servers that did not run their grant within `timeout`
@@ -315,7 +316,7 @@ class DDNetEnv(EnvBase):
             return
         ch = self.pool.channels[s]
         self._lib.ddc_lockstep_attach(self._client, s, self._ffi.from_buffer(ch.block), ch.wake_fd, ch.done_fd)
-        self.granted[s] = 0
+        self.granted[s] = self.grants[s] = 0
 
     def _advance(self):
         """Lets every server run the next ticks_per_decision ticks (with the inputs just sent applied
@@ -323,7 +324,8 @@ class DDNetEnv(EnvBase):
         after `timeout` seconds is hung (restarted by _supervise); one that exited is not waited for."""
         for s in range(len(self.granted)):
             self.granted[s] += self.k
-            self._lib.ddc_lockstep_grant(self._client, s, grant_time(int(self.granted[s])))
+            self.grants[s] += 1
+            self._lib.ddc_lockstep_grant(self._client, s, grant_time(int(self.granted[s]), int(self.grants[s])))
         deadline = time.monotonic() + float(self.config["timeout"])
         while self._lib.ddc_lockstep_wait(self._client, 100, self._done_ptr):
             waiting = set(np.flatnonzero(self._done == 0).tolist())

@@ -14,14 +14,17 @@
  *
  *   - the trainer sends every bot's input, then writes `need_rx` (datagrams its bots have sent this
  *     server so far) and raises `grant_ns` by ticks x 20 ms, and wakes the server (eventfd);
- *   - the server's select() returns at once while datagrams are waiting (the server reads them
- *     without any time passing); once it has received `need_rx` datagrams, it sets the virtual time
- *     to `grant_ns` and returns, so the next pass runs exactly the granted ticks with every input
- *     already applied, sends the snapshot, and comes back to select();
+ *   - with a grant pending, the server's select() returns at once while datagrams are waiting (the
+ *     server reads them without any time passing); once it has received `need_rx` datagrams, it
+ *     sets the virtual time to `grant_ns` and returns, so the next pass runs exactly the granted
+ *     ticks with every input already applied, sends the snapshot, and comes back to select();
  *   - that next select() publishes `reached_ns` (= the grant) and `reached_tx` (datagrams the
  *     server had sent by then, snapshot included) and signals the trainer (eventfd); the trainer's
- *     client waits until its bots have received that many datagrams from this server.
- *
+ *     client waits until its bots have received that many datagrams from this server;
+ *   - with no grant pending the server sleeps until one comes; datagrams wake it too (the join,
+ *     keep-alives), but only LOCKSTEP_BATCH_MS after the first, unless a grant comes sooner: a
+ *     step's inputs are followed by its grant, so they wake the server once, not once each.
+
  * Datagrams are counted on both sides, not parsed, so nothing depends on the protocol's contents.
  * A datagram lost on loopback (a full receive buffer) would make a count wait forever: after
  * LOCKSTEP_LOST_MS without progress the server goes on and counts it in `lost_waits`.
@@ -50,6 +53,7 @@
 #include "lockstep.h"
 
 #define LOCKSTEP_LOST_MS 1000  /* a counted datagram that has not come after this long is lost */
+#define LOCKSTEP_BATCH_MS 2    /* datagrams without a grant wait this long for one before the server reads them */
 #define LOCKSTEP_IDLE_MS 100   /* an idle wait returns this often (no time passes): the server looks at its
                                   signals (SIGTERM) there, and a signal may land on another of its threads */
 
@@ -133,6 +137,17 @@ int recvmmsg(int fd, struct mmsghdr *msgs, unsigned int vlen, int flags, struct 
     return r;
 }
 
+static int readable(fd_set *readfds) {
+    FD_ZERO(readfds);
+    FD_SET(game_fd, readfds);
+    return 1;
+}
+
+static void drain(int fd) {
+    uint64_t v;
+    if (read(fd, &v, sizeof v) < 0) { /* another wake drained it already */ }
+}
+
 static void signal_fd(int fd) {
     uint64_t one = 1;
     if (fd >= 0 && write(fd, &one, sizeof one) < 0) { /* full or gone: the reader polls the block anyway */ }
@@ -150,10 +165,11 @@ static int lockstep_wait(fd_set *readfds) {
     int64_t waiting_since = -1; /* when a grant began to wait for datagrams that have not come */
     uint64_t rx_then = 0;
     for (;;) {
-        struct pollfd fds[2] = {{game_fd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
-        int timeout = LOCKSTEP_IDLE_MS;
+        struct pollfd fds[2] = {{wake_fd, POLLIN, 0}, {game_fd, POLLIN, 0}};
         int64_t grant = atomic_load(&blk->grant_ns);
-        if (grant > atomic_load(&blk->now_ns)) {
+        int pending = grant > atomic_load(&blk->now_ns);
+        if (pending) {
+            if (poll(&fds[1], 1, 0) > 0) return readable(readfds); /* what has come first */
             uint64_t need = atomic_load(&blk->need_rx), rx = atomic_load(&blk->rx);
             if (rx >= need || (waiting_since >= 0 && rx == rx_then &&
                                monotonic_ns() - waiting_since > (int64_t)LOCKSTEP_LOST_MS * 1000000)) {
@@ -161,22 +177,23 @@ static int lockstep_wait(fd_set *readfds) {
                     atomic_fetch_add(&blk->lost_waits, 1);
                     atomic_store(&blk->rx, need); /* count them as come: later grants must not wait for them */
                 }
-                if (poll(fds, 1, 0) > 0) { FD_ZERO(readfds); FD_SET(game_fd, readfds); return 1; } /* read them first */
                 atomic_store(&blk->now_ns, grant);
                 advanced = 1;
                 FD_ZERO(readfds);
                 return 0;
             }
             if (waiting_since < 0 || rx != rx_then) { waiting_since = monotonic_ns(); rx_then = rx; }
-            timeout = LOCKSTEP_LOST_MS;
         }
-        int r = poll(fds, 2, timeout);
-        if ((r < 0 && errno == EINTR) || (r == 0 && timeout == LOCKSTEP_IDLE_MS)) { FD_ZERO(readfds); return 0; }
-        if (r > 0 && (fds[1].revents & POLLIN)) {
-            uint64_t v;
-            if (read(wake_fd, &v, sizeof v) < 0) { /* another wake already drained it */ }
+        int r = poll(fds, 2, pending ? LOCKSTEP_LOST_MS : LOCKSTEP_IDLE_MS);
+        if ((r < 0 && errno == EINTR) || (r == 0 && !pending)) { FD_ZERO(readfds); return 0; }
+        if (r > 0 && (fds[0].revents & POLLIN)) drain(wake_fd);
+        else if (r > 0 && !pending) {
+            /* datagrams while no grant is pending: most are the bots' inputs, the grant close
+             * behind them; wait a little for it, so that they wake the server once, not one by one */
+            struct pollfd wake = {wake_fd, POLLIN, 0};
+            if (poll(&wake, 1, LOCKSTEP_BATCH_MS) > 0) drain(wake_fd);
+            else return readable(readfds);
         }
-        if (r > 0 && (fds[0].revents & POLLIN)) { FD_ZERO(readfds); FD_SET(game_fd, readfds); return 1; }
     }
 }
 

@@ -5,6 +5,7 @@
     Popen(..., env={**os.environ, **ch.environment(port)}, pass_fds=ch.pass_fds)
     client.ddc_lockstep_attach(s, ch.address, ch.wake_fd, ch.done_fd)
     ch.stats()                                  # {'passes': ..., 'lost_waits': ..., 'game_seconds': ...}
+    grant_time(ticks, grants)                   # the clock reading a grant sets
     ch.close()
 
 The block is a memfd (no name in /dev/shm, so nothing is left behind however the trainer ends); the
@@ -34,10 +35,15 @@ def supported() -> str | None:
     return None
 
 
-def grant_time(ticks: int) -> int:
-    """The clock reading that lets a server run exactly `ticks` ticks since it started: tick N runs
-    once the clock is past N x 20 ms (strictly), so half a tick more."""
-    return ticks * TICK_NS + TICK_NS // 2
+def grant_time(ticks: int, grants: int) -> int:
+    """The clock reading that lets a server run exactly `ticks` ticks since it started, at its
+    `grants`-th grant. Tick N runs once the clock is past the game's start + N x 20 ms (strictly),
+    so half a tick more; and one nanosecond more per grant: a map change or reload restarts the
+    game's clock at the reading of the moment (a grant's), and the next grant must be past it by
+    more than its whole ticks, or it would run one tick too few and every later snapshot would fall
+    a tick off the grid (DDNet sends a joining client a snapshot only on ticks that are multiples
+    of 10)."""
+    return ticks * TICK_NS + TICK_NS // 2 + min(grants, TICK_NS // 2 - 1)
 
 
 class LockstepChannel:
