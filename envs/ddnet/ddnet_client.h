@@ -78,7 +78,7 @@ enum { OBJ_CHARACTER = 9, OBJ_PLAYERINFO = 10 };
 #define DDC_SNAP_KEEP 4             /* decoded snapshots kept per bot as delta bases */
 #define DDC_MAX_PARTS 64
 #define DDC_RESEND_SLOTS 64
-#define DDC_LOST_MS 1000           /* lockstep: a datagram not here after this long without progress is lost */
+#define DDC_LOST_MS 3000           /* lockstep: a datagram not here after this long without progress is lost */
 
 /* ---- Huffman (the protocol's fixed tree, built from its frequency table: ddc_huffman_init) ---- */
 typedef struct { uint16_t leaf[2]; int16_t symbol; } ddc_hnode;

@@ -671,9 +671,10 @@ class DDNetEnv(EnvBase):
             out["snapshot_decode_max_us"] = stats[1] / 1000.0
         out["snapshot_errors"] = float(self._state[:, self._F["snap_errors"]].sum())
         if self.lockstep and self.pool is not None and self._client is not None:
-            # waits that went on without datagrams counted as sent (a full receive buffer), either way
-            out["lost_waits"] = float(sum(ch.field("lost_waits") for ch in self.pool.channels)
-                                          + self._lib.ddc_lockstep_lost(self._client))
+            # waits that went on without datagrams counted as sent (a full receive buffer), so far:
+            # the servers' for our inputs, ours for their snapshots
+            out["lost_inputs"] = float(sum(ch.field("lost_waits") for ch in self.pool.channels))
+            out["lost_snapshots"] = float(self._lib.ddc_lockstep_lost(self._client))
         if self.curriculum.share > 0:
             out["frontier"] = self.curriculum.frontier
             out["curriculum_starts"] = float(self.curriculum_starts)

@@ -27,7 +27,9 @@
 
  * Datagrams are counted on both sides, not parsed, so nothing depends on the protocol's contents.
  * A datagram lost on loopback (a full receive buffer) would make a count wait forever: after
- * LOCKSTEP_LOST_MS without progress the server goes on and counts it in `lost_waits`.
+ * LOCKSTEP_LOST_MS without progress the server goes on and counts it in `lost_waits`. That is long:
+ * on a busy machine a datagram can be late (the kernel's loopback delivery waits for a core too),
+ * and one forgiven that comes after all makes the count run ahead of the inputs.
  *
  * The block lives in a memfd the trainer creates and passes by number (PUFFGPU_LOCKSTEP =
  * "memfd,wake_fd,done_fd,port"); without that variable every call passes straight through. Other
@@ -52,7 +54,7 @@
 
 #include "lockstep.h"
 
-#define LOCKSTEP_LOST_MS 1000  /* a counted datagram that has not come after this long is lost */
+#define LOCKSTEP_LOST_MS 3000  /* a counted datagram that has not come after this long is lost */
 #define LOCKSTEP_BATCH_MS 2    /* datagrams without a grant wait this long for one before the server reads them */
 #define LOCKSTEP_IDLE_MS 100   /* an idle wait returns this often (no time passes): the server looks at its
                                   signals (SIGTERM) there, and a signal may land on another of its threads */
