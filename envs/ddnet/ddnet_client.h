@@ -305,6 +305,8 @@ typedef struct {
     uint64_t lost;                      /* waits that went on without datagrams a server counted as sent */
     uint64_t *seen;                     /* [num_servers] received[s] at the last look of ddc_lockstep_wait */
     int64_t *progress_ms;               /* [num_servers] when received[s] last grew (or the grant began) */
+    int32_t *server_tick;               /* [num_servers] the newest tick of its bots when the last wait ended */
+    int32_t *bot_tick;                  /* [num_bots] each bot's tick then */
 } ddc_env;
 
 static int64_t ddc_now_ms(void) {
@@ -392,6 +394,7 @@ static void ddc_forget_snapshots(ddc_env *e, int i) {
     for (int k = 0; k < DDC_SNAP_KEEP; k++) b->snaps[k].tick = -1;
     pthread_mutex_lock(&e->tick_lock);
     st[DDC_HAS_CHAR] = 0; st[DDC_DDNET] = 0; st[DDC_TICK] = -1; st[DDC_ABSENT_TICK] = -1;
+    if (e->bot_tick) e->bot_tick[i] = -1; /* not current: a joining client gets snapshots only now and then */
     pthread_cond_broadcast(&e->tick_cond);
     pthread_mutex_unlock(&e->tick_lock);
 }
@@ -773,8 +776,14 @@ static ddc_env *ddc_create(int num_bots, const int *server_of, const int *ports,
     e->done_fd = calloc(e->num_servers + 1, sizeof *e->done_fd);
     e->seen = calloc(e->num_servers + 1, sizeof *e->seen);
     e->progress_ms = calloc(e->num_servers + 1, sizeof *e->progress_ms);
+    e->server_tick = malloc(sizeof(int32_t) * (e->num_servers + 1));
+    e->bot_tick = malloc(sizeof(int32_t) * (num_bots + 1));
+    for (int s = 0; e->server_tick && s < e->num_servers; s++) e->server_tick[s] = -1;
+    for (int i = 0; e->bot_tick && i < num_bots; i++) e->bot_tick[i] = -1;
     if (!e->bots || !e->state || !e->input || !e->scratch || !e->ints || !e->sent || !e->received || !e->blocks ||
-        !e->wake_fd || !e->done_fd || !e->seen || !e->progress_ms) { num_bots = 0; e->num_bots = 0; }
+        !e->wake_fd || !e->done_fd || !e->seen || !e->progress_ms || !e->server_tick || !e->bot_tick) {
+        num_bots = 0; e->num_bots = 0;
+    }
     memcpy(e->ddnet_char_uuid, ddnet_char_uuid, 16);
     memcpy(e->clientver_uuid, clientver_uuid, 16);
     snprintf(e->rcon_password, sizeof e->rcon_password, "%s", rcon_password);
@@ -892,8 +901,31 @@ static void ddc_lockstep_attach(ddc_env *e, int s, void *block, int wake, int do
     pthread_mutex_lock(&e->tick_lock);
     e->blocks[s] = block; e->wake_fd[s] = wake; e->done_fd[s] = done;
     atomic_store(&e->sent[s], 0); atomic_store(&e->received[s], 0);
+    e->server_tick[s] = -1;
     e->lockstep = 1;
     pthread_mutex_unlock(&e->tick_lock);
+}
+
+/* Whether every bot of server s that had the server's newest snapshot when the last wait ended has
+ * it again (under tick_lock). Such a bot acked it with its next input, so the server sends it one
+ * every grant; a snapshot still missing is late, whatever the counts say (a datagram forgiven as
+ * lost that came after all leaves the count ahead). remember: note the ticks for the next wait. */
+static int ddc_current(ddc_env *e, int s, int remember) {
+    int32_t newest = -1;
+    for (int i = 0; i < e->num_bots; i++)
+        if (e->bots[i].server_index == s && e->state[(size_t)i * DDC_NFIELDS + DDC_PHASE] == 5 &&
+            e->state[(size_t)i * DDC_NFIELDS + DDC_TICK] > newest)
+            newest = e->state[(size_t)i * DDC_NFIELDS + DDC_TICK];
+    if (!remember && newest < e->server_tick[s]) return 1; /* its ticks started over (a map change) */
+    for (int i = 0; i < e->num_bots; i++) {
+        if (e->bots[i].server_index != s) continue;
+        int32_t tick = e->state[(size_t)i * DDC_NFIELDS + DDC_TICK];
+        if (remember) e->bot_tick[i] = tick;
+        else if (e->server_tick[s] >= 0 && e->bot_tick[i] == e->server_tick[s] && tick < newest &&
+                 e->state[(size_t)i * DDC_NFIELDS + DDC_PHASE] == 5) return 0;
+    }
+    if (remember) e->server_tick[s] = newest;
+    return 1;
 }
 
 /* whether a datagram waits in the socket of one of server s's bots */
@@ -941,7 +973,7 @@ static int ddc_lockstep_wait(ddc_env *e, int timeout_ms, int32_t *done) {
             if (reached && got < want && now - e->progress_ms[s] > DDC_LOST_MS && !ddc_pending(e, s)) {
                 atomic_store(&e->received[s], want); e->lost++; got = want;
             }
-            done[s] = reached && got >= want;
+            done[s] = reached && got >= want && ddc_current(e, s, 0);
             late += !done[s];
         }
         if (!late || now >= deadline) break;
@@ -951,6 +983,8 @@ static int ddc_lockstep_wait(ddc_env *e, int timeout_ms, int32_t *done) {
         until.tv_sec += ns / 1000000000; until.tv_nsec = ns % 1000000000;
         pthread_cond_timedwait(&e->tick_cond, &e->tick_lock, &until);
     }
+    for (int s = 0; s < e->num_servers; s++)
+        if (e->blocks[s] && done[s]) ddc_current(e, s, 1);
     pthread_mutex_unlock(&e->tick_lock);
     return late;
 }
@@ -976,7 +1010,7 @@ static void ddc_destroy(ddc_env *e) {
     }
     free(e->bots); free(e->state); free(e->input); free(e->scratch); free(e->ints);
     free((void *)e->sent); free((void *)e->received); free(e->blocks); free(e->wake_fd); free(e->done_fd);
-    free(e->seen); free(e->progress_ms); free(e);
+    free(e->seen); free(e->progress_ms); free(e->server_tick); free(e->bot_tick); free(e);
 }
 
 /* test hooks: the pieces the protocol tests check against a reference */
