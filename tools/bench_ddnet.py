@@ -79,7 +79,7 @@ def bench(servers: int, bots: int, ticks: int, seconds: float, mode: str, map_na
                 decode_max_us=m["snapshot_decode_max_us"], errors=m["snapshot_errors"],
                 servers_cpu=servers_cpu / wall, me_cpu=me_cpu / wall, servers_us=1e6 * servers_cpu / steps,
                 me_us=1e6 * me_cpu / steps, waited=waited[0] / wall if mode == "lockstep" else float("nan"),
-                restarts=m["server_restarts"], lost=m.get("lost_inputs", 0.0) + m.get("lost_snapshots", 0.0))
+                restarts=m["server_restarts"], lost=m.get("lost_snapshots", 0.0))
 
 
 def report(r: dict):

@@ -307,6 +307,7 @@ typedef struct {
     int64_t *progress_ms;               /* [num_servers] when received[s] last grew (or the grant began) */
     int32_t *server_tick;               /* [num_servers] the newest tick of its bots when the last wait ended */
     int32_t *bot_tick;                  /* [num_bots] each bot's tick then */
+    int64_t looked_ms;                  /* when ddc_lockstep_wait last looked */
 } ddc_env;
 
 static int64_t ddc_now_ms(void) {
@@ -955,10 +956,11 @@ static void ddc_lockstep_grant(ddc_env *e, int s, int64_t grant_ns) {
 static int ddc_lockstep_wait(ddc_env *e, int timeout_ms, int32_t *done) {
     int64_t deadline = ddc_now_ms() + timeout_ms;
     for (int s = 0; s < e->num_servers; s++) done[s] = e->blocks[s] == NULL;
-    /* A datagram that has not come DDC_LOST_MS after the server got there or after the last that
-     * came, with none waiting in its server's bots' sockets (a starved network thread is late, not
-     * lossy), was lost (a full receive buffer): the wait counts in e->lost and goes on, as the
-     * server's does for ours */
+    /* A datagram that has not come in DDC_LOST_MS of this wait looking (every 50 ms at most: time it
+     * did not look, the process stopped or starved, does not count) after the server got there or the
+     * last came, with none waiting in its server's bots' sockets, was lost (a full receive buffer):
+     * the wait counts in e->lost and goes on. A late one that comes after all cannot fool the bots
+     * held to their own snapshots (ddc_current). */
     int late;
     pthread_mutex_lock(&e->tick_lock);
     for (;;) {
@@ -969,13 +971,14 @@ static int ddc_lockstep_wait(ddc_env *e, int timeout_ms, int32_t *done) {
             if (!blk) continue;
             int reached = atomic_load(&blk->reached_ns) >= atomic_load(&blk->grant_ns);
             uint64_t got = atomic_load(&e->received[s]), want = atomic_load(&blk->reached_tx);
-            if (got != e->seen[s] || !reached) { e->seen[s] = got; e->progress_ms[s] = now; }
+            if (got != e->seen[s] || !reached || now - e->looked_ms > 200) { e->seen[s] = got; e->progress_ms[s] = now; }
             if (reached && got < want && now - e->progress_ms[s] > DDC_LOST_MS && !ddc_pending(e, s)) {
                 atomic_store(&e->received[s], want); e->lost++; got = want;
             }
             done[s] = reached && got >= want && ddc_current(e, s, 0);
             late += !done[s];
         }
+        e->looked_ms = now;
         if (!late || now >= deadline) break;
         struct timespec until; clock_gettime(CLOCK_MONOTONIC, &until);
         int64_t step = deadline - now < 50 ? deadline - now : 50;

@@ -671,9 +671,7 @@ class DDNetEnv(EnvBase):
             out["snapshot_decode_max_us"] = stats[1] / 1000.0
         out["snapshot_errors"] = float(self._state[:, self._F["snap_errors"]].sum())
         if self.lockstep and self.pool is not None and self._client is not None:
-            # waits that went on without datagrams counted as sent (a full receive buffer), so far:
-            # the servers' for our inputs, ours for their snapshots
-            out["lost_inputs"] = float(sum(ch.field("lost_waits") for ch in self.pool.channels))
+            # waits that went on without datagrams a server counted as sent, so far
             out["lost_snapshots"] = float(self._lib.ddc_lockstep_lost(self._client))
         if self.curriculum.share > 0:
             out["frontier"] = self.curriculum.frontier

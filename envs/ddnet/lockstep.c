@@ -26,10 +26,10 @@
  *     step's inputs are followed by its grant, so they wake the server once, not once each.
 
  * Datagrams are counted on both sides, not parsed, so nothing depends on the protocol's contents.
- * A datagram lost on loopback (a full receive buffer) would make a count wait forever: after
- * LOCKSTEP_LOST_MS without progress the server goes on and counts it in `lost_waits`. That is long:
- * on a busy machine a datagram can be late (the kernel's loopback delivery waits for a core too),
- * and one forgiven that comes after all makes the count run ahead of the inputs.
+ * A datagram that does not come keeps the server waiting: on a busy machine one can be late by
+ * seconds (the kernel's loopback delivery waits for a core too), and going on without it would
+ * apply an input late. One truly lost would hold the server until the trainer's hang timeout
+ * restarts it.
  *
  * The block lives in a memfd the trainer creates and passes by number (PUFFGPU_LOCKSTEP =
  * "memfd,wake_fd,done_fd,port"); without that variable every call passes straight through. Other
@@ -54,7 +54,6 @@
 
 #include "lockstep.h"
 
-#define LOCKSTEP_LOST_MS 3000  /* a counted datagram that has not come after this long is lost */
 #define LOCKSTEP_BATCH_MS 2    /* datagrams without a grant wait this long for one before the server reads them */
 #define LOCKSTEP_IDLE_MS 100   /* an idle wait returns this often (no time passes): the server looks at its
                                   signals (SIGTERM) there, and a signal may land on another of its threads */
@@ -164,30 +163,21 @@ static int lockstep_wait(fd_set *readfds) {
         atomic_fetch_add(&blk->passes, 1);
         signal_fd(done_fd);
     }
-    int64_t waiting_since = -1; /* when a grant began to wait for datagrams that have not come */
-    uint64_t rx_then = 0;
     for (;;) {
         struct pollfd fds[2] = {{wake_fd, POLLIN, 0}, {game_fd, POLLIN, 0}};
         int64_t grant = atomic_load(&blk->grant_ns);
         int pending = grant > atomic_load(&blk->now_ns);
         if (pending) {
             if (poll(&fds[1], 1, 0) > 0) return readable(readfds); /* what has come first */
-            uint64_t need = atomic_load(&blk->need_rx), rx = atomic_load(&blk->rx);
-            if (rx >= need || (waiting_since >= 0 && rx == rx_then &&
-                               monotonic_ns() - waiting_since > (int64_t)LOCKSTEP_LOST_MS * 1000000)) {
-                if (rx < need) {
-                    atomic_fetch_add(&blk->lost_waits, 1);
-                    atomic_store(&blk->rx, need); /* count them as come: later grants must not wait for them */
-                }
+            if (atomic_load(&blk->rx) >= atomic_load(&blk->need_rx)) {
                 atomic_store(&blk->now_ns, grant);
                 advanced = 1;
                 FD_ZERO(readfds);
                 return 0;
             }
-            if (waiting_since < 0 || rx != rx_then) { waiting_since = monotonic_ns(); rx_then = rx; }
         }
-        int r = poll(fds, 2, pending ? LOCKSTEP_LOST_MS : LOCKSTEP_IDLE_MS);
-        if ((r < 0 && errno == EINTR) || (r == 0 && !pending)) { FD_ZERO(readfds); return 0; }
+        int r = poll(fds, 2, LOCKSTEP_IDLE_MS);
+        if ((r < 0 && errno == EINTR) || r == 0) { FD_ZERO(readfds); return 0; }
         if (r > 0 && (fds[0].revents & POLLIN)) drain(wake_fd);
         else if (r > 0 && !pending) {
             /* datagrams while no grant is pending: most are the bots' inputs, the grant close

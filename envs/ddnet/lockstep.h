@@ -23,7 +23,6 @@ typedef struct {
     _Atomic int64_t reached_ns;    /* the latest grant it has run: ticks, snapshots and packets done */
     _Atomic uint64_t reached_tx;   /* tx when it got there: what the bots must have received */
     _Atomic uint64_t passes;       /* grants run */
-    _Atomic uint64_t lost_waits;   /* grants that went on without datagrams counted but never received */
 } lockstep_block;
 
 #endif

@@ -4,7 +4,7 @@
     ch.reset()                                  # before each (re)start of the server: time 0, counts 0
     Popen(..., env={**os.environ, **ch.environment(port)}, pass_fds=ch.pass_fds)
     client.ddc_lockstep_attach(s, ch.address, ch.wake_fd, ch.done_fd)
-    ch.stats()                                  # {'passes': ..., 'lost_waits': ..., 'game_seconds': ...}
+    ch.stats()                                  # {'passes': ..., 'game_seconds': ...}
     grant_time(ticks, grants)                   # the clock reading a grant sets
     ch.close()
 
@@ -23,7 +23,7 @@ MAGIC = 0x4B434F4C          # lockstep.h LOCKSTEP_MAGIC
 TICK_NS = 20_000_000        # lockstep.h LOCKSTEP_TICK_NS: DDNet's 50 ticks a second
 BLOCK_SIZE = 4096
 # lockstep_block's fields after magic and pid (lockstep.h), each 8 bytes, from offset 8
-FIELDS = ("grant_ns", "need_rx", "now_ns", "rx", "tx", "reached_ns", "reached_tx", "passes", "lost_waits")
+FIELDS = ("grant_ns", "need_rx", "now_ns", "rx", "tx", "reached_ns", "reached_tx", "passes")
 
 
 def supported() -> str | None:
@@ -80,8 +80,7 @@ class LockstepChannel:
         return struct.unpack_from("<q", self.block, 8 + 8 * FIELDS.index(name))[0]
 
     def stats(self) -> dict:
-        return {"passes": self.field("passes"), "lost_waits": self.field("lost_waits"),
-                "game_seconds": self.field("now_ns") / 1e9}
+        return {"passes": self.field("passes"), "game_seconds": self.field("now_ns") / 1e9}
 
     def close(self):
         for fd in (self.wake_fd, self.done_fd, self.memfd):
