@@ -336,9 +336,10 @@ def test_the_same_seed_plays_the_same_episodes_twice():
 
 def test_curriculum_starts_a_bot_exactly_where_one_stood():
     """A curriculum start puts the respawned bot on a place an earlier episode stood on (move_raw,
-    exact in lockstep); start_perf counts the episodes from the spawn only, real_starts their share."""
+    exact in lockstep) for an episode of curriculum_seconds; start_perf counts the episodes from the
+    spawn only, real_starts their share."""
     with envs.make("ddnet", 1, config={"servers": 1, "bots_per_server": 1, "episode_seconds": 1.0,
-                                       "curriculum": 1.0}) as env:
+                                       "curriculum": 1.0, "curriculum_seconds": 0.6}) as env:
         spawned(env, 1)
         for _ in range(30):  # walk right along the route, recording places to stand on
             env.step(actions(1, move=2))
@@ -364,6 +365,7 @@ def test_curriculum_starts_a_bot_exactly_where_one_stood():
         assert sum(t == (tx, ty) for t, _, _ in starts) >= 3, starts    # the place recorded
         log = env.log()
         assert log["real_starts"] == 0 and "start_perf" not in log and log["progress"] >= progress - 0.01
+        assert log["episode_seconds"] == 0.6  # curriculum_seconds, not episode_seconds
         m = env.epoch_metrics()
         assert m["curriculum_starts"] >= 3 and m["placement_misses"] == 0
 

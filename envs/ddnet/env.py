@@ -20,8 +20,9 @@ finish, minus death_penalty on a death. An episode ends at the finish, a death, 
 stuck_seconds frozen, or after episode_seconds (a truncation); the bot is then reset with the
 server's own console command (kill_pl over rcon). With `curriculum` > 0 that share of episodes
 starts at a place bots reached before (envs/ddnet/curriculum.py), the bot put there with the
-server's test command move_raw; `start_perf` is the progress of the episodes that began at the
-spawn only, `real_starts` their share.
+server's test command move_raw, and lasts at most curriculum_seconds (0: episode_seconds);
+`start_perf` is the progress of the episodes that began at the spawn only, `real_starts` their
+share.
 """
 from __future__ import annotations
 
@@ -64,7 +65,7 @@ DDNET_DEFAULTS = {
     "ddnet_settings": "tune player_collision 0; tune player_hooking 0",
     "servers": 0, "bots_per_server": 32, "ticks_per_decision": 5, "episode_seconds": 40.0, "stuck_seconds": 3.0,
     "window_width": 15, "window_height": 11, "tile_reward": 0.1, "freeze_penalty": 0.01, "finish_bonus": 10.0,
-    "death_penalty": 1.0, "timeout": 5.0, "lockstep": 1, "curriculum": 0.0}
+    "death_penalty": 1.0, "timeout": 5.0, "lockstep": 1, "curriculum": 0.0, "curriculum_seconds": 0.0}
 
 
 class DDNetEnv(EnvBase):
@@ -126,6 +127,12 @@ class DDNetEnv(EnvBase):
                              f"starts a connection over after {CLIENT_TIMEOUT_S} s of silence)")
         self.lockstep = bool(int(c["lockstep"]))
         self.curriculum = Curriculum(float(c["curriculum"]), np.random.default_rng(seed))
+        # episode time limits in ticks: from the spawn, and from a curriculum start (0: the same)
+        self.spawn_ticks = int(float(c["episode_seconds"]) * TICK_HZ)
+        self.placed_ticks = int(float(c["curriculum_seconds"]) * TICK_HZ) or self.spawn_ticks
+        if self.spawn_ticks < 1 or self.placed_ticks < 1:
+            raise ValueError(f"[env] episode_seconds = {c['episode_seconds']} and curriculum_seconds = "
+                             f"{c['curriculum_seconds']} must be > 0 (curriculum_seconds 0: episode_seconds)")
         self.pool = ServerPool(servers, self.map_path, clients=per, server=str(c["ddnet_server"]),
                                settings=str(c["ddnet_settings"]), name=self.name, lockstep=self.lockstep)
         self._closed = False
@@ -201,6 +208,7 @@ class DDNetEnv(EnvBase):
         self.deaths_seen = np.zeros(n, np.int64)       # the client's count of kill messages naming the bot, at the last look
         self.placing = [None] * n                      # a curriculum start on its way: (x, y) the bot was moved to
         self.from_start = np.ones(n, bool)             # the episode began at the spawn
+        self.limit = np.full(n, self.spawn_ticks, np.int64)  # the episode's time limit (ticks)
         self.places = [[] for _ in range(n)]           # (progress, x, y) the bot stood on in this episode
         self.log_sums = np.zeros((n, len(LOG_KEYS)), np.float64)
         self.log_n = np.zeros(n, np.int64)
@@ -411,6 +419,7 @@ class DDNetEnv(EnvBase):
         self.frozen_decisions[i] = self.episode_decisions[i] = 0
         self.deaths_seen[i] = deaths
         self.from_start[i] = from_start
+        self.limit[i] = self.spawn_ticks if from_start else self.placed_ticks
         self.places[i] = []
 
     def _place(self, i, x, y):
@@ -438,7 +447,6 @@ class DDNetEnv(EnvBase):
         maps = st[:, F["map_changes"]].astype(np.int64)
         frozen = (st[:, F["ddnet"]] > 0) & (st[:, F["freeze_end"]] != 0)
         d = self._distance_at(x, y)
-        episode_ticks = int(float(c["episode_seconds"]) * TICK_HZ)
         stuck_ticks = int(float(c["stuck_seconds"]) * TICK_HZ)
         px, py = (self._prev_xy[:, 0], self._prev_xy[:, 1]) if self._prev_xy is not None else (x, y)
         on_finish = self._on_finish(px, py, x, y)
@@ -511,7 +519,7 @@ class DDNetEnv(EnvBase):
                 self.frozen_since[i] = -1
             finished = bool(on_finish[i])
             stuck = frozen[i] and tick[i] - self.frozen_since[i] >= stuck_ticks
-            timeout = tick[i] - self.start_tick[i] >= episode_ticks
+            timeout = tick[i] - self.start_tick[i] >= self.limit[i]
             if finished:
                 r += float(c["finish_bonus"])
             self._rewards[i] = r
@@ -542,7 +550,6 @@ class DDNetEnv(EnvBase):
         freeze_end = st[:, F["freeze_end"]].astype(np.int64)
         freeze_left = np.where(freeze_end > 0, np.clip((freeze_end - tick) / (3 * TICK_HZ), 0, 1),
                                np.where(freeze_end < 0, 1.0, 0.0))
-        episode_ticks = float(c["episode_seconds"]) * TICK_HZ
         state = np.stack([
             np.ones(len(x)), np.clip(1 - d / self.spawn_distance, -1, 1),
             st[:, F["vx"]] / VEL, st[:, F["vy"]] / VEL,
@@ -551,7 +558,7 @@ class DDNetEnv(EnvBase):
             np.where(hook > 0, (st[:, F["hook_x"]] - x) / (10 * TILE), 0),
             np.where(hook > 0, (st[:, F["hook_y"]] - y) / (10 * TILE), 0),
             jumped & 1, (jumped >> 1) & 1, frozen, freeze_left,
-            np.clip(1 - (tick - self.start_tick) / episode_ticks, 0, 1), st[:, F["direction"]],
+            np.clip(1 - (tick - self.start_tick) / self.limit, 0, 1), st[:, F["direction"]],
         ], axis=1)
         o[:, :len(STATE)] = state
         base = len(STATE)
