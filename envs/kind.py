@@ -57,6 +57,8 @@ class Kind:
     isolatable  with `[env] isolate = 1` its env runs in server processes over the shared-memory
               protocol (envs/shm/ builds its generic server around the env's file); False: the
               kind's make answers that key itself
+    evaluation  [env] values an evaluation (trainer.eval) sets over the run's: what only shapes
+              training turned off (a DDNet env's curriculum starts), so it measures from the real start
     """
     name: str
     title: str
@@ -71,6 +73,7 @@ class Kind:
     training: Path | None = None
     browser: Callable | None = None
     isolatable: bool = False
+    evaluation: dict = field(default_factory=dict)
 
     def __repr__(self):
         return f"Kind({self.name!r})"
@@ -98,6 +101,10 @@ class EnvSource:
             for section in self.kind.sections:
                 config.update(data.get(section, {}))
         return config
+
+    def for_evaluation(self, config: dict) -> dict:
+        """The [env] section `config` as an evaluation runs it: its kind's evaluation values over it."""
+        return {**config, **self.kind.evaluation}
 
     @property
     def training_ini(self) -> Path:

@@ -101,11 +101,14 @@ def _kill_child():  # preexec_fn of a child that must die with the trainer
 
 class Child:
     """One supervised process: `command(child)` gives its argv at every start (a new block name,
-    say); `detail` names it further in messages ("block /puf1-0-0-0", "port 8303"). `gen` counts
-    its starts from 0; an owner may keep its own attributes on it."""
+    say); `detail` names it further in messages ("block /puf1-0-0-0", "port 8303"); `pass_fds`: file
+    descriptors it inherits (a DDNet server's lockstep channel). `gen` counts its starts from 0; an
+    owner may keep its own attributes on it."""
 
-    def __init__(self, index: int, command: Callable, cwd=None, env=None, log_dir=None, detail: str = ""):
+    def __init__(self, index: int, command: Callable, cwd=None, env=None, log_dir=None, detail: str = "",
+                 pass_fds=()):
         self.index, self.command, self.cwd, self.env, self.log_dir = index, command, cwd, env, log_dir
+        self.pass_fds = tuple(pass_fds)
         self.detail = detail
         self.gen = 0
         self.proc = None
@@ -173,8 +176,9 @@ class Supervisor:
         _open.add(self)
         _install_hooks()
 
-    def add(self, index: int, command: Callable, cwd=None, env=None, log_dir=None, detail: str = "") -> Child:
-        child = Child(index, command, cwd, env, log_dir, detail)
+    def add(self, index: int, command: Callable, cwd=None, env=None, log_dir=None, detail: str = "",
+            pass_fds=()) -> Child:
+        child = Child(index, command, cwd, env, log_dir, detail, pass_fds)
         self.children.append(child)
         return child
 
@@ -200,7 +204,7 @@ class Supervisor:
             try:
                 child.proc = subprocess.Popen(
                     argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=child.cwd, env=child.env,
-                    start_new_session=True,  # Ctrl-C reaches the trainer only; it stops its children itself
+                    pass_fds=child.pass_fds, start_new_session=True,  # Ctrl-C reaches the trainer only; it stops its children itself
                     preexec_fn=_kill_child if self.die_with_trainer and _prctl is not None else None)
             except OSError as e:
                 raise self.error(f"{self.name}: cannot start {self.what} {child.index}: {shlex.join(argv)}: {e}") from None

@@ -1,7 +1,10 @@
 """The ddnet env: bots on real DDNet-Server processes (CI installs ddnet-server). The protocol pieces
-against twnet-parser (the protocol's Python implementation), then the bots in the game: they join
-and decode every snapshot (CRC-checked), inputs move them, episodes reset through the server's
-console, a killed or frozen server is restarted, and nothing is left behind."""
+against twnet-parser (the protocol's Python implementation), then the bots in the game, in both
+modes (`mode`: lockstep, the servers' clocks driven by the trainer, and real time): they join and
+decode every snapshot (CRC-checked), inputs move them, episodes reset through the server's console,
+a killed, frozen or reloaded server comes back, and nothing is left behind. Lockstep alone: exactly
+the granted ticks, a game that stands still between steps, the same episode twice from the same
+seed, and curriculum starts placed exactly."""
 import math
 import os
 import signal
@@ -21,6 +24,13 @@ twnet = pytest.importorskip("twnet_parser", reason="pip install -e '.[ddnet]'")
 
 MOVE, JUMP, HOOK, FIRE, AIM = range(5)
 NONE = 1  # move head: 0 left, 1 none, 2 right
+MODES = {"lockstep": 1, "realtime": 0}
+
+
+@pytest.fixture(params=list(MODES))
+def mode(request):
+    """The [env] lockstep value of the test's run: each test that takes it runs in both modes."""
+    return MODES[request.param]
 
 
 def actions(n, move=NONE, jump=0, hook=0, fire=0, aim=0.0):
@@ -34,8 +44,9 @@ def field(env, name, i=0):
 
 
 @pytest.fixture
-def one_bot():
-    with envs.make("ddnet", 1, config={"servers": 1, "bots_per_server": 1, "episode_seconds": 30}) as env:
+def one_bot(mode):
+    with envs.make("ddnet", 1, config={"servers": 1, "bots_per_server": 1, "episode_seconds": 30,
+                                       "lockstep": mode}) as env:
         env.reset()
         for _ in range(100):  # until the first episode begins (a fresh server spawns players after a few seconds)
             env.step(actions(1))
@@ -69,8 +80,8 @@ def test_huffman_and_ints_match_the_reference():
     assert list(got[0:len(ints)]) == ints
 
 
-def test_bots_join_and_decode_every_snapshot():
-    with envs.make("ddnet", 4, config={"servers": 2, "bots_per_server": 2}) as env:
+def test_bots_join_and_decode_every_snapshot(mode):
+    with envs.make("ddnet", 4, config={"servers": 2, "bots_per_server": 2, "lockstep": mode}) as env:
         assert (env.obs_size, env.act_sizes) == (36 + 7 * 15 * 11, (3, 2, 2, 2, 1))
         env.reset()
         for _ in range(100):  # a fresh server spawns its first players after a few seconds
@@ -79,13 +90,15 @@ def test_bots_join_and_decode_every_snapshot():
                 break
         st, F = env._state, env._F
         assert (st[:, F["phase"]] == 5).all()
-        assert (st[:, F["snaps"]] >= 50).all()          # a snapshot a tick (sv_high_bandwidth)
+        # real time: a snapshot a tick (sv_high_bandwidth); lockstep: one a decision (the join, 3 s
+        # of game time, then a step at least)
+        assert (st[:, F["snaps"]] >= (10 if mode else 50)).all()
         assert (st[:, F["snap_errors"]] == 0).all()     # every delta applied, every CRC matched
         assert sorted(st[:2, F["cid"]]) == [0, 1] and sorted(st[2:, F["cid"]]) == [0, 1]
         assert (st[:, F["ddnet"]] == 1).all()           # DDNet's extended character item, found by UUID
         m = env.epoch_metrics()
         assert m["snapshot_errors"] == 0 and 0 < m["snapshot_decode_us"] < 1000
-        assert 0 <= m["missed_ticks"] < 0.5
+        assert m["missed_ticks"] == 0 if mode else 0 <= m["missed_ticks"] < 0.5
         # decisions are ticks_per_decision ticks apart
         t0 = field(env, "tick")
         env.step(actions(4))
@@ -127,8 +140,9 @@ def test_jump_and_hook_change_the_state(one_bot):
     assert field(env, "hook_state") <= 0
 
 
-def test_episode_ends_and_the_server_resets_the_bot():
-    with envs.make("ddnet", 1, config={"servers": 1, "bots_per_server": 1, "episode_seconds": 1.0}) as env:
+def test_episode_ends_and_the_server_resets_the_bot(mode):
+    with envs.make("ddnet", 1, config={"servers": 1, "bots_per_server": 1, "episode_seconds": 1.0,
+                                       "lockstep": mode}) as env:
         env.reset()
         ends, spawn_x = [], None
         for _ in range(120):
@@ -145,8 +159,8 @@ def test_episode_ends_and_the_server_resets_the_bot():
         assert abs(field(env, "x") - spawn_x) < 20 * 32
 
 
-def test_a_killed_server_is_restarted_and_its_bots_come_back(capsys):
-    with envs.make("ddnet", 4, config={"servers": 2, "bots_per_server": 2, "timeout": 1.5}) as env:
+def test_a_killed_server_is_restarted_and_its_bots_come_back(capsys, mode):
+    with envs.make("ddnet", 4, config={"servers": 2, "bots_per_server": 2, "timeout": 1.5, "lockstep": mode}) as env:
         env.reset()
         for _ in range(100):
             env.step(actions(4))
@@ -171,13 +185,18 @@ def test_a_killed_server_is_restarted_and_its_bots_come_back(capsys):
             if env.pool.restarts == 2:
                 break
         assert env.pool.restarts == 2
-        assert "sent nothing for 1.5 s" in capsys.readouterr().err
+        assert ("did not run its 5 ticks within 1.5 s" if mode else "sent nothing for 1.5 s") in capsys.readouterr().err
+        for _ in range(100):  # and its bots play again
+            env.step(actions(4))
+            if env.active.all():
+                break
+        assert env.active.all()
 
 
-def test_a_map_reload_brings_the_bots_back():
+def test_a_map_reload_brings_the_bots_back(mode):
     """The server's `reload` sends every client the map again and restarts the ticks at 0: the bots
     join again and their episodes end as truncated, not stranded on the old ticks."""
-    with envs.make("ddnet", 2, config={"servers": 1, "bots_per_server": 2}) as env:
+    with envs.make("ddnet", 2, config={"servers": 1, "bots_per_server": 2, "lockstep": mode}) as env:
         env.reset()
         for _ in range(100):
             env.step(actions(2))
@@ -195,8 +214,13 @@ def test_a_map_reload_brings_the_bots_back():
         assert (env._state[:, env._F["snap_errors"]] == 0).all() and env.pool.restarts == 0
 
 
-def test_close_leaves_no_process_port_or_folder():
-    env = envs.make("ddnet", 2, config={"servers": 2, "bots_per_server": 1})
+def open_fds():
+    return set(os.listdir("/proc/self/fd"))
+
+
+def test_close_leaves_no_process_port_or_folder(mode):
+    shm, fds = set(os.listdir("/dev/shm")), open_fds()
+    env = envs.make("ddnet", 2, config={"servers": 2, "bots_per_server": 1, "lockstep": mode})
     env.reset()
     pids, ports, home = env.server_pids(), list(env.pool.ports), Path(env.pool._tmp)
     assert home.is_dir()
@@ -208,6 +232,8 @@ def test_close_leaves_no_process_port_or_folder():
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
             s.bind(("127.0.0.1", port))
     assert not home.exists()
+    assert set(os.listdir("/dev/shm")) <= shm       # the lockstep blocks are memfds: no names anywhere
+    assert open_fds() <= fds                        # nor descriptors: memfds, eventfds, sockets
 
 
 def test_missing_server_and_map_are_clear_errors(tmp_path):
@@ -220,12 +246,11 @@ def test_missing_server_and_map_are_clear_errors(tmp_path):
         envs.make("ddnet", 1, config={"ddnet_map": "dm1"})
 
 
-def test_freeze_is_seen_and_a_stuck_bot_is_reset():
+def test_freeze_is_seen_and_a_stuck_bot_is_reset(mode):
     """The bot moved into a block of freeze tiles (the server's test command `move`, run by the bot
     itself over rcon) is frozen in its observation, penalized, and its episode ends as stuck."""
     from envs.ddnet.env import STATE
-    cfg = {"servers": 1, "bots_per_server": 1, "stuck_seconds": 1.0,
-           "ddnet_settings": "tune player_collision 0; tune player_hooking 0; sv_test_cmds 1"}
+    cfg = {"servers": 1, "bots_per_server": 1, "stuck_seconds": 1.0, "lockstep": mode}
     with envs.make("ddnet", 1, config=cfg) as env:
         env.reset()
         for _ in range(100):
@@ -250,3 +275,113 @@ def test_freeze_is_seen_and_a_stuck_bot_is_reset():
         assert ended is not None and env.truncations[0] == 0
         log = env.log()
         assert log["stuck"] == 1 and log["frozen_share"] > 0.5 and log["died"] == 0
+
+
+def spawned(env, n):
+    env.reset()
+    for _ in range(100):
+        env.step(actions(n))
+        if env.active.all():
+            break
+    assert env.active.all()
+
+
+def test_lockstep_runs_exactly_the_granted_ticks_and_waits_between_steps():
+    """Each step is exactly ticks_per_decision ticks of every server, whatever the wall clock does:
+    no tick passes while the trainer sleeps, none is missed, and the game runs faster than 50 Hz."""
+    with envs.make("ddnet", 4, config={"servers": 2, "bots_per_server": 2, "ticks_per_decision": 3}) as env:
+        spawned(env, 4)
+        env.epoch_metrics()
+        for pause in (0.0, 0.3, 0.0):
+            t0 = env._state[:, env._F["tick"]].copy()
+            time.sleep(pause)
+            env.step(actions(4, move=2))
+            assert (env._state[:, env._F["tick"]] - t0 == 3).all(), pause
+        t0, tick0, steps = time.monotonic(), field(env, "tick"), 200
+        for _ in range(steps):
+            env.step(actions(4, move=2))
+        game_seconds = (field(env, "tick") - tick0) / 50
+        assert game_seconds == steps * 3 / 50
+        assert game_seconds / (time.monotonic() - t0) > 2  # faster than real time, even on a busy machine
+        m = env.epoch_metrics()
+        assert m["missed_ticks"] == 0 and m["lost_snapshots"] == 0 and m["snapshot_errors"] == 0
+
+
+def run_episodes(seed, steps):
+    """Observations, rewards and terminals of `steps` steps of 2 bots under seeded random actions."""
+    cfg = {"servers": 1, "bots_per_server": 2, "episode_seconds": 1.5}
+    out = []
+    with envs.make("ddnet", 2, config=cfg, seed=seed) as env:
+        env.reset()
+        rng = np.random.default_rng(seed)
+        for _ in range(steps):
+            a = np.concatenate([rng.integers(0, [3, 2, 2, 2], (2, 4)), rng.normal(0, 2, (2, 1))], axis=1)
+            env.step(a.astype(np.float32))
+            out.append((env.observations.copy(), env.rewards.copy(), env.terminals.copy()))
+        log = env.log()
+    return out, log
+
+
+def test_the_same_seed_plays_the_same_episodes_twice():
+    """Lockstep makes a run a function of its seed: two fresh sets of servers and bots, the same
+    seeded actions, the same observations, rewards and episode ends, bit for bit, over several
+    episodes (resets through kill_pl included)."""
+    a, log_a = run_episodes(11, 160)
+    b, log_b = run_episodes(11, 160)
+    assert log_a["n"] >= 6 and log_a == log_b
+    for t, ((oa, ra, da), (ob, rb, db)) in enumerate(zip(a, b)):
+        assert np.array_equal(oa, ob) and np.array_equal(ra, rb) and np.array_equal(da, db), f"step {t}"
+    assert sum(float(np.abs(o[0]).sum()) for o, _, _ in a) > 0  # it played (observations are not all zero)
+
+
+def test_curriculum_starts_a_bot_exactly_where_one_stood():
+    """A curriculum start puts the respawned bot on a place an earlier episode stood on (move_raw,
+    exact in lockstep) for an episode of curriculum_seconds; start_perf counts the episodes from the
+    spawn only, real_starts their share."""
+    with envs.make("ddnet", 1, config={"servers": 1, "bots_per_server": 1, "episode_seconds": 1.0,
+                                       "curriculum": 1.0, "curriculum_seconds": 0.6}) as env:
+        spawned(env, 1)
+        for _ in range(30):  # walk right along the route, recording places to stand on
+            env.step(actions(1, move=2))
+        # a place 30 tiles along the floor from the spawn, grounded: where an earlier episode stood
+        F, x0, y0 = env._F, field(env, "x"), field(env, "y")
+        ground = [(x, y0) for x in range(x0 - 40 * 32, x0 + 40 * 32, 32) if env._grounded(np.array([x]), np.array([y0]))[0]
+                  and np.isfinite(env._distance_at(np.array([x]), np.array([y0]))[0])]
+        tx, ty = max(ground, key=lambda p: 1 - env._distance_at(np.array([p[0]]), np.array([p[1]]))[0])
+        progress = 1 - env._distance_at(np.array([tx]), np.array([ty]))[0] / env.spawn_distance
+        env.curriculum.buffer.clear()
+        env.curriculum.record(True, progress, [(progress, tx, ty)])
+        env.log()
+        starts = []
+        for _ in range(200):
+            target = env.placing[0]  # set at the decision that sent move_raw; the episode begins at the next
+            env.step(actions(1))
+            if target is not None and env.active[0]:
+                starts.append((target, (field(env, "x"), field(env, "y")), bool(env.from_start[0])))
+            if sum(t == (tx, ty) for t, _, _ in starts) >= 3:
+                break
+        assert all(not from_start for _, _, from_start in starts)
+        assert all(t == at for t, at, _ in starts), starts             # exactly there
+        assert sum(t == (tx, ty) for t, _, _ in starts) >= 3, starts    # the place recorded
+        log = env.log()
+        assert log["real_starts"] == 0 and "start_perf" not in log and log["progress"] >= progress - 0.01
+        assert log["episode_seconds"] == 0.6  # curriculum_seconds, not episode_seconds
+        m = env.epoch_metrics()
+        assert m["curriculum_starts"] >= 3 and m["placement_misses"] == 0
+
+
+def test_evaluation_starts_every_episode_at_the_spawn():
+    """trainer.eval turns the curriculum off whatever the run's ini says (the kind's evaluation
+    values), so its progress is measured from the map's spawn."""
+    from trainer import config as config_mod
+    from trainer.eval import Evaluator
+    source = envs.resolve("ddnet")
+    cfg, _ = config_mod.load(source, config_mod.parse_flags(["--env.curriculum", "0.8", "--env.episode_seconds", "1"]))
+    assert cfg["env"]["curriculum"] == 0.8
+    ev = Evaluator(source, cfg, None, 2, seed=3)
+    try:
+        assert ev.env.curriculum.share == 0.0
+        res = ev.measure(4)
+        assert res["episodes"] == 4 and "start_perf" not in res and 0 <= res["progress"] < 0.1
+    finally:
+        ev.env.close()

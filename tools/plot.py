@@ -39,7 +39,7 @@ ENV_ORDER = ["env/perf", "env/start_perf", "env/score", "env/episode_return", "e
              "env/archive_cells", "env/archive_progress"]  # Go-Explore: start_perf (real start only) beside perf
 ENV_SKIP = {"env/n"}  # episodes counted per epoch: bookkeeping, not a curve
 UNIT_RANGE = {"env/perf", "env/score", "env/start_perf", "env/real_starts",
-              "env/archive_progress"}  # fractions: fixed 0..1 axis so runs and figures compare (when in 0..1)
+              "env/archive_progress", "env/frontier"}  # fractions: fixed 0..1 axis so runs and figures compare (when in 0..1)
 LABEL_SKIP = {"base.log_dir", "base.checkpoint_dir", "base.load_model_path", "base.wandb_name", "base.wandb_mode",
               "base.tensorboard", "base.wandb", "vec.num_threads"}
 

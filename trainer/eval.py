@@ -14,7 +14,8 @@ as in training. --random replaces the policy by uniform random actions (each dis
 over its legal choices, each continuous head N(0, 1), what an untrained policy samples): the
 baseline a trained policy's figure is read against. A picture env takes the picture size the
 checkpoint was trained on (its sidecar says). Config flags (--env.frameskip 2,
---base.checkpoint_dir DIR, …) apply.
+--base.checkpoint_dir DIR, …) apply; what only shapes training is off (an env kind's evaluation
+values: a DDNet env's episodes start at the map's spawn, never from its curriculum).
 """
 from __future__ import annotations
 
@@ -49,8 +50,8 @@ class Evaluator:
         source = envs.resolve(env)  # an EnvSource passes through; a name or path is resolved once
 
         def make(env_cfg):
-            return envs.make(source, num_agents, config=env_cfg, num_threads=cfg["vec"]["num_threads"],
-                             seed=seed, check_actions=False)
+            return envs.make(source, num_agents, config=source.for_evaluation(env_cfg),
+                             num_threads=cfg["vec"]["num_threads"], seed=seed, check_actions=False)
         self.env = make(cfg["env"])
         self.steps = 0
         if checkpoint is None:

@@ -1,6 +1,6 @@
 """The one compile-and-cache path for every native piece of the envs: env modules (vecenv.c around
-a header, through cffi), small cffi modules of our own C, server executables and the JS engine's
-objects.
+a header, through cffi), small cffi modules of our own C, server executables, a preloaded library
+and the JS engine's objects.
 
     from envs.build import load_module
     mod = load_module("envs/ocean/platformer/platformer.h")   # mod.ffi, mod.lib (the vec_* functions)
@@ -9,7 +9,8 @@ By job:
     toolchain.py  the compiler: which one, its flags per OS (gcc/clang, MinGW, MSVC), the OpenMP
                   probe, the command lines, running it
     cache.py      where artifacts live and when one is still good (a manifest of every file read)
-    loaders.py    what is built: env modules, cffi modules, executables, objects; loading them
+    loaders.py    what is built: env modules, cffi modules, executables, shared libraries, objects;
+                  loading them
     errors.py     what a failed build says: the compiler's first errors, with hints for known
                   PufferLib and raylib mismatches
 
@@ -36,11 +37,11 @@ Environment variables:
                        else %LOCALAPPDATA%\\puffgpu, ~/Library/Caches/puffgpu or ~/.cache/puffgpu)
 """
 from .cache import cache_dir, cached_build
-from .loaders import (CDEF, GOEXPLORE_CDEF, ModuleExtras, build_executable, build_object, load_cffi, load_module,
-                      module_cdef, uses_goexplore, write_module_source)
+from .loaders import (CDEF, GOEXPLORE_CDEF, ModuleExtras, build_executable, build_object, build_shared_library,
+                      load_cffi, load_module, module_cdef, uses_goexplore, write_module_source)
 from .toolchain import C_DIR, STRICT_FLAGS, build_flags, c_string, compile_command, compiler, pic_flags, split_command
 
 __all__ = ["CDEF", "C_DIR", "GOEXPLORE_CDEF", "ModuleExtras", "STRICT_FLAGS", "build_executable", "build_flags",
-           "build_object", "c_string", "cache_dir", "cached_build", "compile_command", "compiler", "load_cffi",
+           "build_object", "build_shared_library", "c_string", "cache_dir", "cached_build", "compile_command", "compiler", "load_cffi",
            "load_module", "module_cdef", "pic_flags", "split_command", "uses_goexplore",
            "write_module_source"]

@@ -252,6 +252,17 @@ def build_executable(source, name=None, defines=(), includes=(), openmp=False):
     return _build_c("exe", source, _slug(name or source.stem), cc, flags, after=["-lm"])
 
 
+def build_shared_library(source, name=None, includes=(), libs=()):
+    """Compiles a C file into a shared library in the cache (one a program is started with through
+    LD_PRELOAD: the DDNet servers' lockstep clock) and returns its path. Linux and other ELF systems."""
+    source = Path(source).resolve()
+    cc = compiler()
+    flags = [*OPT_FLAGS, *STRICT_FLAGS, *pic_flags(sys.platform), "-shared", *(f"-I{i}" for i in includes)]
+    flags += split_command(os.environ.get("PUFFGPU_CFLAGS", ""))
+    return _build_c("lib", source, _slug(name or source.stem), cc, flags, after=[*(f"-l{lib}" for lib in libs)],
+                    suffix=".so")
+
+
 def build_object(source, flags, cc=None, include_dirs=()):
     """Compiles one C file into an object file in the cache (a library linked into env modules:
     the JS engine's sources); returns its path."""

@@ -18,6 +18,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,8 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "lockstep.h"
 
 /* ---- what the trainer reads: one int32 row of DDC_NFIELDS per bot ---- */
 enum ddc_field {
@@ -45,8 +48,10 @@ enum ddc_field {
     DDC_CONNECTS,     /* connection attempts (a reconnect after a timeout or a server restart adds one) */
     DDC_RECV_TIME_MS, /* milliseconds (mod 2^31) of the latest packet from the server */
     DDC_MAP_CHANGES,  /* maps the server sent (the join's, then each change or reload: the ticks start over) */
-    DDC_ABSENT_TICK,  /* tick of the latest snapshot without our character (-1: none yet): a death or a kill shows here
-                         even when the respawn came before the trainer looked */
+    DDC_ABSENT_TICK,  /* tick of the latest snapshot without our character (-1: none yet): with a snapshot every
+                         tick a death or a kill shows here even when the respawn came before the trainer looked */
+    DDC_DEATHS,       /* the server's kill messages naming us (a death, a kill_pl): counted in the order of the
+                         snapshots, so one that came with a snapshot in which we live again still shows */
     DDC_NFIELDS
 };
 #define DDC_OTHERS 4
@@ -63,7 +68,7 @@ enum ddc_field {
 enum { CTRL_KEEPALIVE, CTRL_CONNECT, CTRL_CONNECTACCEPT, CTRL_ACCEPT, CTRL_CLOSE };
 enum { SYS_INFO = 1, SYS_MAP_CHANGE = 2, SYS_CON_READY = 4, SYS_SNAP = 5, SYS_SNAPEMPTY = 6, SYS_SNAPSINGLE = 7,
        SYS_READY = 14, SYS_ENTERGAME = 15, SYS_INPUT = 16, SYS_RCON_CMD = 17, SYS_RCON_AUTH = 18 };
-enum { GAME_SV_READYTOENTER = 8, GAME_CL_STARTINFO = 20 };
+enum { GAME_SV_KILLMSG = 4, GAME_SV_READYTOENTER = 8, GAME_CL_STARTINFO = 20 };
 enum { OBJ_CHARACTER = 9, OBJ_PLAYERINFO = 10 };
 #define DDC_VERSION "0.6 626fce9a778df4d4"
 #define DDC_DDNET_VERSION 16040     /* the client version we announce: DDNet 16.4, the server's own */
@@ -73,11 +78,17 @@ enum { OBJ_CHARACTER = 9, OBJ_PLAYERINFO = 10 };
 #define DDC_SNAP_KEEP 4             /* decoded snapshots kept per bot as delta bases */
 #define DDC_MAX_PARTS 64
 #define DDC_RESEND_SLOTS 64
+#define DDC_LOST_MS 3000           /* lockstep: a datagram not here after this long without progress is lost */
 
 /* ---- Huffman (the protocol's fixed tree, built from its frequency table: ddc_huffman_init) ---- */
 typedef struct { uint16_t leaf[2]; int16_t symbol; } ddc_hnode;
 static ddc_hnode ddc_hnodes[257 * 2];
 static int ddc_hroot = -1;
+/* the node each DDC_LUT_BITS-bit prefix leads to from the root (stopping at a leaf), and the bits
+ * that took: most codes are decoded with one lookup instead of a walk bit by bit */
+#define DDC_LUT_BITS 10
+static uint16_t ddc_hlut_node[1 << DDC_LUT_BITS];
+static uint8_t ddc_hlut_bits[1 << DDC_LUT_BITS];
 
 /* Builds the tree exactly as the protocol does: the 256 byte frequencies plus EOF (1), merged two
  * lowest at a time after a stable descending bubble sort, so both ends agree on every code. */
@@ -102,24 +113,38 @@ static void ddc_huffman_init(const unsigned *freq) {
         id[left - 2] = n; f[left - 2] += f[left - 1];
         n++; left--;
     }
+    for (int v = 0; v < (1 << DDC_LUT_BITS); v++) {
+        int node = n - 1, b = 0;
+        while (b < DDC_LUT_BITS && ddc_hnodes[node].symbol < 0) node = ddc_hnodes[node].leaf[(v >> b++) & 1];
+        ddc_hlut_node[v] = (uint16_t)node; ddc_hlut_bits[v] = (uint8_t)b;
+    }
     ddc_hroot = n - 1;
 }
 
-/* bits are read least significant first; the EOF symbol ends the data. Returns the size or -1. */
+/* bits are read least significant first; the EOF symbol ends the data. Returns the size or -1.
+ * A code starts with one table lookup of its first DDC_LUT_BITS bits; a longer one goes on bit by
+ * bit; the input's last bits (fewer than the table needs) go bit by bit too. */
 static int ddc_huffman_decompress(const uint8_t *in, int in_size, uint8_t *out, int out_cap) {
-    const uint8_t *end = in + in_size; int size = 0, node = ddc_hroot;
-    for (; in < end; in++) {
-        for (int b = 0; b < 8; b++) {
-            node = ddc_hnodes[node].leaf[(*in >> b) & 1];
-            if (ddc_hnodes[node].symbol >= 0) {
-                if (ddc_hnodes[node].symbol == 256) return size;
-                if (size >= out_cap) return -1;
-                out[size++] = (uint8_t)ddc_hnodes[node].symbol;
-                node = ddc_hroot;
-            }
+    const uint8_t *end = in + in_size;
+    uint64_t bits = 0; int nbits = 0, size = 0;
+    for (;;) {
+        while (nbits <= 56 && in < end) { bits |= (uint64_t)*in++ << nbits; nbits += 8; }
+        if (nbits == 0) return size; /* the last byte's padding may stop mid-code: DDNet accepts that */
+        int node = ddc_hroot;
+        if (nbits >= DDC_LUT_BITS) {
+            int v = (int)(bits & ((1u << DDC_LUT_BITS) - 1));
+            node = ddc_hlut_node[v];
+            bits >>= ddc_hlut_bits[v]; nbits -= ddc_hlut_bits[v];
         }
+        while (ddc_hnodes[node].symbol < 0) {
+            if (nbits == 0) return size;
+            node = ddc_hnodes[node].leaf[bits & 1];
+            bits >>= 1; nbits--;
+        }
+        if (ddc_hnodes[node].symbol == 256) return size;
+        if (size >= out_cap) return -1;
+        out[size++] = (uint8_t)ddc_hnodes[node].symbol;
     }
-    return size; /* the last byte's padding may stop mid-code: DDNet accepts that */
 }
 
 /* ---- variable-length ints: 6 bits + sign in the first byte, 7 bits in each next ---- */
@@ -142,21 +167,36 @@ static const uint8_t *ddc_unpack_int(const uint8_t *p, const uint8_t *end, int *
 }
 
 /* ---- decoded snapshots ---- */
+#define DDC_HASH (2 * DDC_MAX_ITEMS)   /* open addressing, a power of two: items by key */
 typedef struct {
     int tick, num_items, num_ints;
     int key[DDC_MAX_ITEMS], off[DDC_MAX_ITEMS], size[DDC_MAX_ITEMS]; /* size in ints */
+    uint16_t hash[DDC_HASH];   /* item index + 1 (0: empty), so a zeroed snapshot is an empty one */
     int32_t data[DDC_MAX_INTS];
 } ddc_snap;
 
+static unsigned ddc_slot_of(int key) { return ((unsigned)key * 2654435761u) >> 21 & (DDC_HASH - 1); }
+
 static int ddc_find(const ddc_snap *s, int key) {
-    for (int i = 0; i < s->num_items; i++) if (s->key[i] == key) return i;
-    return -1;
+    for (unsigned h = ddc_slot_of(key);; h = (h + 1) & (DDC_HASH - 1)) {
+        int i = s->hash[h] - 1;
+        if (i < 0) return -1;
+        if (s->key[i] == key) return i;
+    }
+}
+
+static void ddc_clear(ddc_snap *s) {
+    s->num_items = s->num_ints = 0;
+    memset(s->hash, 0, sizeof s->hash);
 }
 
 static int32_t *ddc_new_item(ddc_snap *s, int key, int size) {
     if (s->num_items >= DDC_MAX_ITEMS || s->num_ints + size > DDC_MAX_INTS) return NULL;
     int i = s->num_items++;
     s->key[i] = key; s->off[i] = s->num_ints; s->size[i] = size; s->num_ints += size;
+    unsigned h = ddc_slot_of(key);
+    while (s->hash[h]) h = (h + 1) & (DDC_HASH - 1);
+    s->hash[h] = (uint16_t)(i + 1);
     return s->data + s->off[i];
 }
 
@@ -171,7 +211,7 @@ static int ddc_unpack_delta(const ddc_snap *from, ddc_snap *to, const int *d, in
     if (d[2] != 0 || num_deleted < 0 || num_updates < 0 || num_deleted > n - 3) return -2;
     const int *deleted = d + 3;
     d += 3 + num_deleted;
-    to->num_items = to->num_ints = 0;
+    ddc_clear(to);
     for (int i = 0; i < from->num_items; i++) {
         int keep = 1;
         for (int k = 0; k < num_deleted; k++) if (deleted[k] == from->key[i]) { keep = 0; break; }
@@ -239,6 +279,7 @@ typedef struct {
     char name[16];
     int rcon_authed;           /* sent RCON_AUTH on this connection */
     int lost;                  /* the connection is to be started over (by the network thread) */
+    _Atomic uint64_t *sent;    /* datagrams sent to this bot's server (the lockstep count) */
 } ddc_bot;
 
 typedef struct {
@@ -256,6 +297,17 @@ typedef struct {
     int64_t decode_ns, decode_count, decode_max_ns; /* snapshot decoding cost */
     uint8_t *scratch;          /* decompression buffers of the network thread */
     int32_t *ints;
+    /* lockstep (lockstep.h): the servers run the ticks the trainer grants, nothing more */
+    int lockstep;
+    _Atomic uint64_t *sent, *received;  /* [num_servers] datagrams to and from each server (all its bots) */
+    lockstep_block **blocks;            /* [num_servers] */
+    int *wake_fd, *done_fd;             /* [num_servers] eventfds: the trainer wakes the server, the server us */
+    uint64_t lost;                      /* waits that went on without datagrams a server counted as sent */
+    uint64_t *seen;                     /* [num_servers] received[s] at the last look of ddc_lockstep_wait */
+    int64_t *progress_ms;               /* [num_servers] when received[s] last grew (or the grant began) */
+    int32_t *server_tick;               /* [num_servers] the newest tick of its bots when the last wait ended */
+    int32_t *bot_tick;                  /* [num_bots] each bot's tick then */
+    int64_t looked_ms;                  /* when ddc_lockstep_wait last looked */
 } ddc_env;
 
 static int64_t ddc_now_ms(void) {
@@ -277,7 +329,8 @@ static void ddc_send_packet(ddc_bot *b, int flags, int num_chunks, const uint8_t
     buf[2] = (uint8_t)num_chunks;
     memcpy(buf + 3, chunks, size);
     memcpy(buf + 3 + size, b->token, 4);
-    sendto(b->fd, buf, 3 + size + 4, 0, (struct sockaddr *)&b->server, sizeof b->server);
+    if (sendto(b->fd, buf, 3 + size + 4, 0, (struct sockaddr *)&b->server, sizeof b->server) >= 0)
+        atomic_fetch_add(b->sent, 1);
     b->last_send_ms = ddc_now_ms();
 }
 
@@ -342,6 +395,7 @@ static void ddc_forget_snapshots(ddc_env *e, int i) {
     for (int k = 0; k < DDC_SNAP_KEEP; k++) b->snaps[k].tick = -1;
     pthread_mutex_lock(&e->tick_lock);
     st[DDC_HAS_CHAR] = 0; st[DDC_DDNET] = 0; st[DDC_TICK] = -1; st[DDC_ABSENT_TICK] = -1;
+    if (e->bot_tick) e->bot_tick[i] = -1; /* not current: a joining client gets snapshots only now and then */
     pthread_cond_broadcast(&e->tick_cond);
     pthread_mutex_unlock(&e->tick_lock);
 }
@@ -463,9 +517,11 @@ static void ddc_publish(ddc_env *e, int i, const ddc_snap *s) {
     ddc_extract(e, i, s);
     st[DDC_TICK] = s->tick; st[DDC_SNAPS]++;
     if (st[DDC_PHASE] < 5) st[DDC_PHASE] = 5;
-    pthread_cond_broadcast(&e->tick_cond);
+    if (!e->lockstep) pthread_cond_broadcast(&e->tick_cond); /* ddc_wait_tick; lockstep's wait counts datagrams */
     pthread_mutex_unlock(&e->tick_lock);
-    ddc_send_input_locked(e, i); /* ack it at once, with the current input */
+    /* ack it at once, with the current input. Not in lockstep: there the trainer's next input acks
+     * it, and an earlier one for the same tick would be the one the server applies */
+    if (!e->lockstep) ddc_send_input_locked(e, i);
 }
 
 /* a whole snapshot's delta bytes (tick, base tick, crc) → decoded, stored and published */
@@ -503,6 +559,12 @@ static void ddc_on_message(ddc_env *e, int i, const uint8_t *p, const uint8_t *e
         q = ddc_pack_str(q, b->name); q = ddc_pack_str(q, "puffgpu"); q = ddc_pack_int(q, -1);
         q = ddc_pack_str(q, "default"); q = ddc_pack_int(q, 0); q = ddc_pack_int(q, 0); q = ddc_pack_int(q, 0);
         ddc_send_vital(b, out, (int)(q - out)); ddc_set_phase(e, i, 3);
+    } else if (!sys && msg == GAME_SV_KILLMSG) {  /* killer, victim, weapon, mode special */
+        int killer, victim;
+        if (!(p = ddc_unpack_int(p, end, &killer)) || !(p = ddc_unpack_int(p, end, &victim))) return;
+        pthread_mutex_lock(&e->tick_lock);
+        if (victim == st[DDC_CID] && victim >= 0) st[DDC_DEATHS]++;
+        pthread_mutex_unlock(&e->tick_lock);
     } else if (!sys && msg == GAME_SV_READYTOENTER) {
         q = ddc_msg_id(out, SYS_ENTERGAME, 1);
         ddc_send_vital(b, out, (int)(q - out)); ddc_set_phase(e, i, 4);
@@ -605,26 +667,70 @@ static void ddc_on_packet(ddc_env *e, int i, uint8_t *buf, int size) {
     }
 }
 
+/* reads every datagram waiting for bot i (the network thread; counts into got_from) */
+static int ddc_receive(ddc_env *e, int i, uint8_t *buf, int cap) {
+    ddc_bot *b = &e->bots[i];
+    int got_any = 0;
+    pthread_mutex_lock(&b->lock);
+    for (int k = 0; k < 64; k++) {
+        ssize_t got = recv(b->fd, buf, cap, MSG_DONTWAIT);
+        if (got < 0) break;
+        ddc_on_packet(e, i, buf, (int)got);
+        got_any++;
+    }
+    pthread_mutex_unlock(&b->lock);
+    return got_any;
+}
+
 static void *ddc_thread(void *arg) {
     ddc_env *e = arg;
-    struct pollfd *fds = calloc(e->num_bots, sizeof *fds);
+    struct pollfd *fds = calloc(e->num_bots + e->num_servers, sizeof *fds);
+    uint64_t *got_from = calloc(e->num_servers, sizeof *got_from), any = 0;
     uint8_t buf[2048];
-    for (int i = 0; i < e->num_bots; i++) { fds[i].fd = e->bots[i].fd; fds[i].events = POLLIN; }
-    int64_t last_timers = 0;
-    while (e->running) {
-        int r = poll(fds, e->num_bots, 5);
-        if (r > 0)
-            for (int i = 0; i < e->num_bots; i++) {
-                if (!(fds[i].revents & POLLIN)) continue;
-                ddc_bot *b = &e->bots[i];
-                pthread_mutex_lock(&b->lock);
-                for (int k = 0; k < 64; k++) {
-                    ssize_t got = recv(b->fd, buf, sizeof buf, MSG_DONTWAIT);
-                    if (got <= 0) break;
-                    ddc_on_packet(e, i, buf, (int)got);
-                }
-                pthread_mutex_unlock(&b->lock);
+    int64_t last_timers = 0, last_sweep = 0;
+    while (e->running && fds && got_from) {
+        if (e->lockstep) {
+            /* a server's datagrams come in a burst while it runs a grant, which ends with its `done`
+             * signal: read its bots' sockets then, all at once, rather than be woken by each datagram;
+             * whatever comes between grants (the join's answers) is swept up every 5 ms */
+            int n = 0;
+            for (int s = 0; s < e->num_servers; s++)
+                if (e->blocks[s]) { fds[n].fd = e->done_fd[s]; fds[n].events = POLLIN; fds[n].revents = 0; n++; }
+            int r = poll(fds, n, 5), signalled = 0;
+            int64_t now = ddc_now_ms();
+            int sweep = r <= 0 || now - last_sweep >= 5;
+            for (int k = 0, s = 0; s < e->num_servers; s++) {
+                if (!e->blocks[s]) continue;
+                int ready = r > 0 && (fds[k++].revents & POLLIN);
+                if (ready) { uint64_t v; if (read(e->done_fd[s], &v, sizeof v) < 0) { /* drained */ } }
+                if (!ready && !sweep) continue;
+                signalled |= ready;
+                for (int i = 0; i < e->num_bots; i++)
+                    if (e->bots[i].server_index == s) { int g = ddc_receive(e, i, buf, sizeof buf); got_from[s] += g; any += g; }
             }
+            if (sweep) last_sweep = now;
+            if (signalled && !any) {  /* its datagrams were swept up before: the wait is over all the same */
+                pthread_mutex_lock(&e->tick_lock);
+                pthread_cond_broadcast(&e->tick_cond);
+                pthread_mutex_unlock(&e->tick_lock);
+            }
+        } else {
+            for (int i = 0; i < e->num_bots; i++) { fds[i].fd = e->bots[i].fd; fds[i].events = POLLIN; fds[i].revents = 0; }
+            int r = poll(fds, e->num_bots, 5);
+            if (r > 0)
+                for (int i = 0; i < e->num_bots; i++) {
+                    if (!(fds[i].revents & POLLIN)) continue;
+                    int g = ddc_receive(e, i, buf, sizeof buf);
+                    got_from[e->bots[i].server_index] += g; any += g;
+                }
+        }
+        if (any) {  /* counted once handled, for ddc_lockstep_wait */
+            pthread_mutex_lock(&e->tick_lock);
+            for (int s = 0; s < e->num_servers; s++) { atomic_fetch_add(&e->received[s], got_from[s]); got_from[s] = 0; }
+            if (e->lockstep) pthread_cond_broadcast(&e->tick_cond);
+            pthread_mutex_unlock(&e->tick_lock);
+            any = 0;
+        }
         int64_t now = ddc_now_ms();
         if (now - last_timers < 20) continue;
         last_timers = now;
@@ -636,13 +742,15 @@ static void *ddc_thread(void *arg) {
                 if (now - b->connect_ms > 500) ddc_send_connect(e, i);
             } else {
                 if (b->num_resend && now - b->resend[0].last_send_ms > 1000) ddc_resend_all(b);
-                if (now - b->last_recv_ms > 10000) ddc_reset_connection(e, i); /* server gone: start over */
+                /* server gone: start over (in lockstep a server is silent while the trainer does not
+                 * step; the trainer tells a hung one by its grants) */
+                if (!e->lockstep && now - b->last_recv_ms > 10000) ddc_reset_connection(e, i);
                 else if (now - b->last_send_ms > 500) ddc_send_control(b, CTRL_KEEPALIVE, NULL, 0);
             }
             pthread_mutex_unlock(&b->lock);
         }
     }
-    free(fds);
+    free(fds); free(got_from);
     return NULL;
 }
 
@@ -661,7 +769,22 @@ static ddc_env *ddc_create(int num_bots, const int *server_of, const int *ports,
     e->input = calloc((size_t)num_bots * DDC_INPUT_SIZE, sizeof(int32_t));
     e->scratch = malloc(65536 * 2);
     e->ints = malloc(sizeof(int32_t) * DDC_MAX_INTS);
-    if (!e->bots || !e->state || !e->input || !e->scratch || !e->ints) { num_bots = 0; e->num_bots = 0; }
+    for (int i = 0; i < num_bots; i++) if (server_of[i] >= e->num_servers) e->num_servers = server_of[i] + 1;
+    e->sent = calloc(e->num_servers + 1, sizeof *e->sent);
+    e->received = calloc(e->num_servers + 1, sizeof *e->received);
+    e->blocks = calloc(e->num_servers + 1, sizeof *e->blocks);
+    e->wake_fd = calloc(e->num_servers + 1, sizeof *e->wake_fd);
+    e->done_fd = calloc(e->num_servers + 1, sizeof *e->done_fd);
+    e->seen = calloc(e->num_servers + 1, sizeof *e->seen);
+    e->progress_ms = calloc(e->num_servers + 1, sizeof *e->progress_ms);
+    e->server_tick = malloc(sizeof(int32_t) * (e->num_servers + 1));
+    e->bot_tick = malloc(sizeof(int32_t) * (num_bots + 1));
+    for (int s = 0; e->server_tick && s < e->num_servers; s++) e->server_tick[s] = -1;
+    for (int i = 0; e->bot_tick && i < num_bots; i++) e->bot_tick[i] = -1;
+    if (!e->bots || !e->state || !e->input || !e->scratch || !e->ints || !e->sent || !e->received || !e->blocks ||
+        !e->wake_fd || !e->done_fd || !e->seen || !e->progress_ms || !e->server_tick || !e->bot_tick) {
+        num_bots = 0; e->num_bots = 0;
+    }
     memcpy(e->ddnet_char_uuid, ddnet_char_uuid, 16);
     memcpy(e->clientver_uuid, clientver_uuid, 16);
     snprintf(e->rcon_password, sizeof e->rcon_password, "%s", rcon_password);
@@ -683,6 +806,7 @@ static ddc_env *ddc_create(int num_bots, const int *server_of, const int *ports,
         b->server.sin_family = AF_INET; b->server.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         b->server.sin_port = htons((uint16_t)ports[server_of[i]]);
         b->server_index = server_of[i];
+        b->sent = &e->sent[server_of[i]];
         pthread_mutex_init(&b->lock, NULL);
         b->snaps = malloc(sizeof(ddc_snap) * DDC_SNAP_KEEP);
         b->parts = malloc(DDC_MAX_PARTS * 1024);
@@ -769,6 +893,108 @@ static int ddc_wait_tick(ddc_env *e, int lo, int hi, const int32_t *want, int ti
     return behind;
 }
 
+/* ---- lockstep (lockstep.h, lockstep.c): the trainer grants each server its ticks ---- */
+
+/* server s runs in lockstep from now on: its shared block and its two eventfds (we write `wake`,
+ * the server writes `done`). Also after a restart of the server (its counts start at 0 again). */
+static void ddc_lockstep_attach(ddc_env *e, int s, void *block, int wake, int done) {
+    if (s < 0 || s >= e->num_servers) return;
+    pthread_mutex_lock(&e->tick_lock);
+    e->blocks[s] = block; e->wake_fd[s] = wake; e->done_fd[s] = done;
+    atomic_store(&e->sent[s], 0); atomic_store(&e->received[s], 0);
+    e->server_tick[s] = -1;
+    e->lockstep = 1;
+    pthread_mutex_unlock(&e->tick_lock);
+}
+
+/* Whether every bot of server s that had the server's newest snapshot when the last wait ended has
+ * it again (under tick_lock). Such a bot acked it with its next input, so the server sends it one
+ * every grant; a snapshot still missing is late, whatever the counts say (a datagram forgiven as
+ * lost that came after all leaves the count ahead). remember: note the ticks for the next wait. */
+static int ddc_current(ddc_env *e, int s, int remember) {
+    int32_t newest = -1;
+    for (int i = 0; i < e->num_bots; i++)
+        if (e->bots[i].server_index == s && e->state[(size_t)i * DDC_NFIELDS + DDC_PHASE] == 5 &&
+            e->state[(size_t)i * DDC_NFIELDS + DDC_TICK] > newest)
+            newest = e->state[(size_t)i * DDC_NFIELDS + DDC_TICK];
+    if (!remember && newest < e->server_tick[s]) return 1; /* its ticks started over (a map change) */
+    for (int i = 0; i < e->num_bots; i++) {
+        if (e->bots[i].server_index != s) continue;
+        int32_t tick = e->state[(size_t)i * DDC_NFIELDS + DDC_TICK];
+        if (remember) e->bot_tick[i] = tick;
+        else if (e->server_tick[s] >= 0 && e->bot_tick[i] == e->server_tick[s] && tick < newest &&
+                 e->state[(size_t)i * DDC_NFIELDS + DDC_PHASE] == 5) return 0;
+    }
+    if (remember) e->server_tick[s] = newest;
+    return 1;
+}
+
+/* whether a datagram waits in the socket of one of server s's bots */
+static int ddc_pending(ddc_env *e, int s) {
+    for (int i = 0; i < e->num_bots; i++) {
+        if (e->bots[i].server_index != s) continue;
+        struct pollfd f = {e->bots[i].fd, POLLIN, 0};
+        if (poll(&f, 1, 0) > 0) return 1;
+    }
+    return 0;
+}
+
+/* lets server s run until its clock reads grant_ns, once it has every datagram our bots sent it so far */
+static void ddc_lockstep_grant(ddc_env *e, int s, int64_t grant_ns) {
+    lockstep_block *blk = e->blocks[s];
+    if (!blk) return;
+    atomic_store(&blk->need_rx, atomic_load(&e->sent[s]));
+    atomic_store(&blk->grant_ns, grant_ns);  /* after need_rx: the server reads them in the other order */
+    uint64_t one = 1;
+    if (write(e->wake_fd[s], &one, sizeof one) < 0) { /* a full counter is a wake too */ }
+}
+
+/* waits until every attached server has run its grant and our bots have handled every datagram it
+ * sent until then (its snapshots of the granted tick), or timeout_ms passes; done[s] = 1 for the
+ * servers that made it. Returns how many did not. The network thread reads a server's datagrams
+ * when it signals `done` and wakes this wait. */
+static int ddc_lockstep_wait(ddc_env *e, int timeout_ms, int32_t *done) {
+    int64_t deadline = ddc_now_ms() + timeout_ms;
+    for (int s = 0; s < e->num_servers; s++) done[s] = e->blocks[s] == NULL;
+    /* A datagram that has not come in DDC_LOST_MS of this wait looking (every 50 ms at most: time it
+     * did not look, the process stopped or starved, does not count) after the server got there or the
+     * last came, with none waiting in its server's bots' sockets, was lost (a full receive buffer):
+     * the wait counts in e->lost and goes on. A late one that comes after all cannot fool the bots
+     * held to their own snapshots (ddc_current). */
+    int late;
+    pthread_mutex_lock(&e->tick_lock);
+    for (;;) {
+        late = 0;
+        int64_t now = ddc_now_ms();
+        for (int s = 0; s < e->num_servers; s++) {
+            lockstep_block *blk = e->blocks[s];
+            if (!blk) continue;
+            int reached = atomic_load(&blk->reached_ns) >= atomic_load(&blk->grant_ns);
+            uint64_t got = atomic_load(&e->received[s]), want = atomic_load(&blk->reached_tx);
+            if (got != e->seen[s] || !reached || now - e->looked_ms > 200) { e->seen[s] = got; e->progress_ms[s] = now; }
+            if (reached && got < want && now - e->progress_ms[s] > DDC_LOST_MS && !ddc_pending(e, s)) {
+                atomic_store(&e->received[s], want); e->lost++; got = want;
+            }
+            done[s] = reached && got >= want && ddc_current(e, s, 0);
+            late += !done[s];
+        }
+        e->looked_ms = now;
+        if (!late || now >= deadline) break;
+        struct timespec until; clock_gettime(CLOCK_MONOTONIC, &until);
+        int64_t step = deadline - now < 50 ? deadline - now : 50;
+        int64_t ns = until.tv_nsec + step * 1000000;
+        until.tv_sec += ns / 1000000000; until.tv_nsec = ns % 1000000000;
+        pthread_cond_timedwait(&e->tick_cond, &e->tick_lock, &until);
+    }
+    for (int s = 0; s < e->num_servers; s++)
+        if (e->blocks[s] && done[s]) ddc_current(e, s, 1);
+    pthread_mutex_unlock(&e->tick_lock);
+    return late;
+}
+
+/* waits of ddc_lockstep_wait that went on without datagrams a server counted as sent (lost) */
+static int64_t ddc_lockstep_lost(ddc_env *e) { return (int64_t)e->lost; }
+
 /* mean and max snapshot decode time (ns) since the last call, and how many */
 static void ddc_decode_stats(ddc_env *e, int64_t *out) {
     pthread_mutex_lock(&e->tick_lock);
@@ -785,7 +1011,9 @@ static void ddc_destroy(ddc_env *e) {
         if (b->connected) ddc_send_control(b, CTRL_CLOSE, NULL, 0);
         close(b->fd); free(b->snaps); free(b->parts);
     }
-    free(e->bots); free(e->state); free(e->input); free(e->scratch); free(e->ints); free(e);
+    free(e->bots); free(e->state); free(e->input); free(e->scratch); free(e->ints);
+    free((void *)e->sent); free((void *)e->received); free(e->blocks); free(e->wake_fd); free(e->done_fd);
+    free(e->seen); free(e->progress_ms); free(e->server_tick); free(e->bot_tick); free(e);
 }
 
 /* test hooks: the pieces the protocol tests check against a reference */

@@ -1,10 +1,14 @@
 """DDNet bots: every agent is a client of an unmodified DDNet-Server (envs/ddnet/).
 
 K servers (envs/ddnet/server.py) on loopback ports, B bot clients each (envs/ddnet/ddnet_client.h, one
-network thread for all of them), exposed as one vecenv of K·B agents, one agent per env. The servers
-tick at 50 Hz whatever the trainer does: a step sends each bot's input at once, then waits for the
-snapshot `ticks_per_decision` ticks after the previous decision's, so a decision that comes late is
-applied late; env/missed_ticks is the share of decisions sent after the next one was due.
+network thread for all of them), exposed as one vecenv of K·B agents, one agent per env. In lockstep
+(the default) the trainer drives each server's clock (envs/ddnet/lockstep.c): a step sends each bot's
+input, lets every server run exactly `ticks_per_decision` ticks with those inputs applied from the
+first, and waits until it has and its snapshots are decoded; between steps the game stands still,
+and it runs as fast as the CPUs allow. With `lockstep = 0` the servers tick at 50 Hz whatever the
+trainer does: a step sends the inputs at once, then waits for the snapshot `ticks_per_decision`
+ticks after the previous decision's, so a decision that comes late is applied late;
+env/missed_ticks is the share of decisions sent after the next one was due (0 in lockstep).
 
 Observation (float32, OBS_STATE + planes × window): the bot's own state (below), the four nearest
 other tees, then a window of the map's tiles centered on the bot, one plane per tile kind and one
@@ -14,7 +18,11 @@ input until the next decision. Reward: tiles of progress toward the finish along
 distance field × tile_reward, minus freeze_penalty per frozen decision, plus finish_bonus at the
 finish, minus death_penalty on a death. An episode ends at the finish, a death, after
 stuck_seconds frozen, or after episode_seconds (a truncation); the bot is then reset with the
-server's own console command (kill_pl over rcon).
+server's own console command (kill_pl over rcon). With `curriculum` > 0 that share of episodes
+starts at a place bots reached before (envs/ddnet/curriculum.py), the bot put there with the
+server's test command move_raw, and lasts at most curriculum_seconds (0: episode_seconds);
+`start_perf` is the progress of the episodes that began at the spawn only, `real_starts` their
+share.
 """
 from __future__ import annotations
 
@@ -24,6 +32,8 @@ from pathlib import Path
 import numpy as np
 
 from ..interface import EnvBase, check_counts, merge_config
+from .curriculum import Curriculum
+from .lockstep import grant_time
 from .server import DEFAULT_MAPS, DEFAULT_SERVER, DDNetServerError, ServerPool
 
 # the bot's own state, in this order, at the start of each observation row
@@ -44,6 +54,10 @@ DISTANCE_SCALE = 8.0  # tiles: the distance plane is (d(tile) − d(bot)) / this
 JOIN_TIMEOUT_S = 30.0  # a server none of whose bots is in the game this long is restarted
 CLIENT_TIMEOUT_S = 10  # ddnet_client.h starts a connection over after this long without a packet
 RESPAWN_RETRY_TICKS = 160  # DDNet respawns up to 3 s after a death; a kill lost on the way is sent again after this
+RESPAWN_HOLD_TICKS = 3 * TICK_HZ + 5  # DDNet respawns no sooner than 3 s after the join or the previous death
+PHYS_SIZE = 28        # a tee's size (world units): it stands on ground below its feet at y + 14 (+5)
+PLACE_SPACING = 4.0   # tiles of progress between the places an episode records for the curriculum
+PLACES_MAX = 1024     # places one episode records at most
 # the env's [env] keys and their defaults
 DDNET_DEFAULTS = {
     "ddnet_map": "Tutorial", "ddnet_server": DEFAULT_SERVER,
@@ -51,7 +65,7 @@ DDNET_DEFAULTS = {
     "ddnet_settings": "tune player_collision 0; tune player_hooking 0",
     "servers": 0, "bots_per_server": 32, "ticks_per_decision": 5, "episode_seconds": 40.0, "stuck_seconds": 3.0,
     "window_width": 15, "window_height": 11, "tile_reward": 0.1, "freeze_penalty": 0.01, "finish_bonus": 10.0,
-    "death_penalty": 1.0, "timeout": 5.0}
+    "death_penalty": 1.0, "timeout": 5.0, "lockstep": 1, "curriculum": 0.0, "curriculum_seconds": 0.0}
 
 
 class DDNetEnv(EnvBase):
@@ -111,8 +125,16 @@ class DDNetEnv(EnvBase):
         if not 0 < float(c["timeout"]) < CLIENT_TIMEOUT_S:
             raise ValueError(f"[env] timeout = {c['timeout']}: must be in (0, {CLIENT_TIMEOUT_S}) seconds (the client "
                              f"starts a connection over after {CLIENT_TIMEOUT_S} s of silence)")
+        self.lockstep = bool(int(c["lockstep"]))
+        self.curriculum = Curriculum(float(c["curriculum"]), np.random.default_rng(seed))
+        # episode time limits in ticks: from the spawn, and from a curriculum start (0: the same)
+        self.spawn_ticks = int(float(c["episode_seconds"]) * TICK_HZ)
+        self.placed_ticks = int(float(c["curriculum_seconds"]) * TICK_HZ) or self.spawn_ticks
+        if self.spawn_ticks < 1 or self.placed_ticks < 1:
+            raise ValueError(f"[env] episode_seconds = {c['episode_seconds']} and curriculum_seconds = "
+                             f"{c['curriculum_seconds']} must be > 0 (curriculum_seconds 0: episode_seconds)")
         self.pool = ServerPool(servers, self.map_path, clients=per, server=str(c["ddnet_server"]),
-                               settings=str(c["ddnet_settings"]), name=self.name)
+                               settings=str(c["ddnet_settings"]), name=self.name, lockstep=self.lockstep)
         self._closed = False
         mod = net.native()
         self._ffi, self._lib = mod.ffi, mod.lib
@@ -134,9 +156,17 @@ class DDNetEnv(EnvBase):
         self._state_ptr = ffi.cast("int32_t *", ffi.from_buffer(self._state))
         self._want = np.full(n, -1, np.int32)
         self._want_ptr = ffi.cast("int32_t *", ffi.from_buffer(self._want))
+        self.granted = np.zeros(servers, np.int64)     # lockstep: ticks each server may run since it started
+        self.grants = np.zeros(servers, np.int64)      # ... and the grants that gave them
+        self._done = np.zeros(servers, np.int32)
+        self._done_ptr = ffi.cast("int32_t *", ffi.from_buffer(self._done))
+        self._hung = set()                             # servers that did not run their grant within `timeout`
+        for s in range(servers):
+            self._attach(s)
         self._reset_bookkeeping()
         self._in_game_at = [time.monotonic()] * servers  # when each server last had a bot in the game
         self.decisions = self.missed = 0
+        self.curriculum_starts = self.placement_misses = 0
 
     @staticmethod
     def _map_path(name, source):
@@ -175,8 +205,15 @@ class DDNetEnv(EnvBase):
         self.map_gen = np.zeros(n, np.int64)          # the client's map count when the episode began
         self.frozen_decisions = np.zeros(n, np.int64)
         self.episode_decisions = np.zeros(n, np.int64)
+        self.deaths_seen = np.zeros(n, np.int64)       # the client's count of kill messages naming the bot, at the last look
+        self.placing = [None] * n                      # a curriculum start on its way: (x, y) the bot was moved to
+        self.from_start = np.ones(n, bool)             # the episode began at the spawn
+        self.limit = np.full(n, self.spawn_ticks, np.int64)  # the episode's time limit (ticks)
+        self.places = [[] for _ in range(n)]           # (progress, x, y) the bot stood on in this episode
         self.log_sums = np.zeros((n, len(LOG_KEYS)), np.float64)
         self.log_n = np.zeros(n, np.int64)
+        self.start_sums = np.zeros(n, np.float64)      # progress of the episodes that began at the spawn
+        self.start_n = np.zeros(n, np.int64)
         self._prev_xy = None  # positions at the previous decision (the finish check follows the path between)
 
     # ---- the env interface ----
@@ -190,9 +227,13 @@ class DDNetEnv(EnvBase):
         return 1
 
     def reset(self, seed=None):
-        """Waits until every bot is in the game, then resets each (kill_pl) so that all start fresh."""
+        """Waits until every bot is in the game, then resets each (kill_pl) so that all start fresh.
+        In lockstep the servers run meanwhile (the bots' inputs neutral), and 3 s more of game time:
+        DDNet respawns a player no sooner than 3 s after it joined, and after that wait each kill
+        respawns its bot 2 ticks later, so every run's first episodes begin alike."""
         self._live_check()
-        deadline = time.monotonic() + 30.0
+        deadline = time.monotonic() + JOIN_TIMEOUT_S
+        self.active[:] = False
         while True:
             self._copy_state()
             ready = self._state[:, self._F["phase"]] == 5
@@ -201,8 +242,16 @@ class DDNetEnv(EnvBase):
             self._supervise()
             if time.monotonic() > deadline:
                 raise DDNetServerError(f"{self.name}: {int((~ready).sum())} of {self.num_agents} bots did not join their "
-                                   f"server within 30 s")
-            time.sleep(0.05)
+                                       f"server within {JOIN_TIMEOUT_S:g} s")
+            if self.lockstep:
+                self._idle_step()
+            else:
+                time.sleep(0.05)
+        if self.lockstep:
+            for _ in range(-(-RESPAWN_HOLD_TICKS // self.k)):
+                self._idle_step()
+            self._copy_state()
+        self.deaths_seen[:] = self._state[:, self._F["deaths"]]
         for i in range(self.num_agents):
             self._end(i)
         self._terminals[:] = 0
@@ -225,13 +274,17 @@ class DDNetEnv(EnvBase):
         self.missed += int((playing & (tick >= self.last_tick + self.k)).sum())
         self.decisions += int(playing.sum())
         self._lib.ddc_send_inputs(self._client, 0, self.num_agents)
-        in_game = self._state[:, self._F["phase"]] == 5
-        # a bot that heard nothing for a second is not waited for (its server may be hanging)
-        self._want[:] = np.where(in_game & playing & (self._recv_age_ms() < 1000), self.last_tick + self.k, -1)
-        if (self._want >= 0).any():
-            self._lib.ddc_wait_tick(self._client, 0, self.num_agents, self._want_ptr, int(1000 * self.k / TICK_HZ) + 500)
-        else:  # no bot in the game (joining, or its server restarting): keep to the game's pace anyway
-            time.sleep(self.k / TICK_HZ)
+        if self.lockstep:
+            self._advance()
+        else:
+            in_game = self._state[:, self._F["phase"]] == 5
+            # a bot that heard nothing for a second is not waited for (its server may be hanging)
+            self._want[:] = np.where(in_game & playing & (self._recv_age_ms() < 1000), self.last_tick + self.k, -1)
+            if (self._want >= 0).any():
+                self._lib.ddc_wait_tick(self._client, 0, self.num_agents, self._want_ptr,
+                                        int(1000 * self.k / TICK_HZ) + 500)
+            else:  # no bot in the game (joining, or its server restarting): keep to the game's pace anyway
+                time.sleep(self.k / TICK_HZ)
         self._copy_state()
         self._rewards[:] = 0
         self._terminals[:] = 0
@@ -249,16 +302,54 @@ class DDNetEnv(EnvBase):
         self._lib.ddc_copy_state(self._client, self._state_ptr)
 
     def _write_inputs(self):
+        """The actions as the bots' inputs; a bot between episodes holds still (no move, jump, hook
+        or fire), so what it does before its first decision does not depend on the policy."""
         a = self._actions
         inp = self._input
-        inp[:, 0] = a[:, 0].astype(np.int32) - 1
+        playing = self.active.astype(np.int32)
+        inp[:, 0] = (a[:, 0].astype(np.int32) - 1) * playing
         aim = a[:, 4].astype(np.float64)
         inp[:, 1] = np.rint(np.cos(aim) * 256).astype(np.int32)
         inp[:, 2] = np.rint(np.sin(aim) * 256).astype(np.int32)
-        inp[:, 3] = a[:, 1].astype(np.int32)
-        inp[:, 4] = a[:, 3].astype(np.int32)       # fire: held 0/1 (the client counts presses)
-        inp[:, 5] = a[:, 2].astype(np.int32)       # hook
-        inp[:, 6] = 1                              # PlayerFlags: playing
+        inp[:, 3] = a[:, 1].astype(np.int32) * playing
+        inp[:, 4] = a[:, 3].astype(np.int32) * playing  # fire: held 0/1 (the client counts presses)
+        inp[:, 5] = a[:, 2].astype(np.int32) * playing  # hook
+        inp[:, 6] = 1                                   # PlayerFlags: playing
+
+    # ---- lockstep ----
+
+    def _attach(self, s):
+        """Server s's lockstep channel to the client (again after a restart: its counts start over)."""
+        if not self.lockstep:
+            return
+        ch = self.pool.channels[s]
+        self._lib.ddc_lockstep_attach(self._client, s, self._ffi.from_buffer(ch.block), ch.wake_fd, ch.done_fd)
+        self.granted[s] = self.grants[s] = 0
+
+    def _advance(self):
+        """Lets every server run the next ticks_per_decision ticks (with the inputs just sent applied
+        from the first) and waits until each has and its snapshots are decoded. A server that has not
+        after `timeout` seconds is hung (restarted by _supervise); one that exited is not waited for."""
+        for s in range(len(self.granted)):
+            self.granted[s] += self.k
+            self.grants[s] += 1
+            self._lib.ddc_lockstep_grant(self._client, s, grant_time(int(self.granted[s]), int(self.grants[s])))
+        deadline = time.monotonic() + float(self.config["timeout"])
+        while self._lib.ddc_lockstep_wait(self._client, 100, self._done_ptr):
+            waiting = set(np.flatnonzero(self._done == 0).tolist())
+            exited = waiting & set(self.pool.exited())
+            if exited or time.monotonic() > deadline:
+                self._hung |= waiting - exited
+                return
+
+    def _idle_step(self):
+        """A step of the game with every bot holding still (joining, waiting out a respawn)."""
+        self._write_inputs()
+        self._lib.ddc_send_inputs(self._client, 0, self.num_agents)
+        self._advance()
+        self._copy_state()
+        if self._supervise():
+            self._copy_state()
 
     # ---- episodes ----
 
@@ -281,8 +372,10 @@ class DDNetEnv(EnvBase):
     def _end(self, i, kill=True):
         """Episode over for bot i; reset it with the server's console (kill_pl) unless it died."""
         self.active[i] = False
+        self.placing[i] = None
         tick = int(self._state[i, self._F["tick"]])
         self.kill_tick[i] = tick
+        self.deaths_seen[i] = self._state[i, self._F["deaths"]]
         if kill and self._state[i, self._F["cid"]] >= 0:
             cid = int(self._state[i, self._F["cid"]])
             self._lib.ddc_rcon(self._client, i, f"kill_pl {cid}".encode())
@@ -299,6 +392,49 @@ class DDNetEnv(EnvBase):
                    score=tiles * float(c["tile_reward"]))
         self.log_sums[i] += [row[k] for k in LOG_KEYS]
         self.log_n[i] += 1
+        if self.from_start[i]:
+            self.start_sums[i] += progress
+            self.start_n[i] += 1
+        self.curriculum.record(bool(self.from_start[i]), progress, self.places[i])
+        self.places[i] = []
+
+    def _grounded(self, x, y):
+        """Whether a tee at world (x, y) stands on solid ground (DDNet's IsGrounded: a solid tile
+        below either side of its feet)."""
+        from .mapfile import TILE_NOHOOK, TILE_SOLID
+        g = self.map.game
+        below = np.clip((y + PHYS_SIZE // 2 + 5) // TILE, 0, g.shape[0] - 1)
+        out = np.zeros(len(x), bool)
+        for side in (-PHYS_SIZE // 2, PHYS_SIZE // 2):
+            t = g[below, np.clip((x + side) // TILE, 0, g.shape[1] - 1)]
+            out |= (t == TILE_SOLID) | (t == TILE_NOHOOK)
+        return out
+
+    def _begin(self, i, tick, d, maps, deaths, from_start):
+        self.active[i] = True
+        self.map_gen[i] = maps
+        self.start_tick[i] = tick
+        self.prev_d[i] = self.best_d[i] = d
+        self.frozen_since[i] = -1
+        self.frozen_decisions[i] = self.episode_decisions[i] = 0
+        self.deaths_seen[i] = deaths
+        self.from_start[i] = from_start
+        self.limit[i] = self.spawn_ticks if from_start else self.placed_ticks
+        self.places[i] = []
+
+    def _place(self, i, x, y):
+        """A curriculum start for bot i, just respawned at (x, y): moved (move_raw, relative, in world
+        units; exact in lockstep, where no tick passes before the server runs it) to a place reached
+        before. False when the curriculum says the spawn, or the command could not be sent."""
+        target = self.curriculum.sample()
+        if target is None:
+            return False
+        tx, ty, _ = target
+        if self._lib.ddc_rcon(self._client, i, f"move_raw {tx - int(x)} {ty - int(y)}".encode()) != 0:
+            return False
+        self.placing[i] = (tx, ty)
+        self.curriculum_starts += 1
+        return True
 
     def _update(self):
         F, st, c = self._F, self._state, self.config
@@ -306,14 +442,18 @@ class DDNetEnv(EnvBase):
         x, y = st[:, F["x"]].astype(np.int64), st[:, F["y"]].astype(np.int64)
         has = st[:, F["has_char"]] > 0
         absent = st[:, F["absent_tick"]].astype(np.int64)
+        deaths = st[:, F["deaths"]].astype(np.int64)
         in_game = st[:, F["phase"]] == 5
         maps = st[:, F["map_changes"]].astype(np.int64)
         frozen = (st[:, F["ddnet"]] > 0) & (st[:, F["freeze_end"]] != 0)
         d = self._distance_at(x, y)
-        episode_ticks = int(float(c["episode_seconds"]) * TICK_HZ)
         stuck_ticks = int(float(c["stuck_seconds"]) * TICK_HZ)
         px, py = (self._prev_xy[:, 0], self._prev_xy[:, 1]) if self._prev_xy is not None else (x, y)
         on_finish = self._on_finish(px, py, x, y)
+        record = self.curriculum.share > 0
+        if record:  # places for curriculum starts: alive, unfrozen, on the ground
+            standing = has & ~frozen & self._grounded(x, y) & np.isfinite(d)
+            spacing = PLACE_SPACING / self.spawn_distance
         for i in range(self.num_agents):
             if not in_game[i] or (self.active[i] and maps[i] != self.map_gen[i]):
                 # reconnecting (the server closed the connection, or went away), or the server sent
@@ -322,24 +462,38 @@ class DDNetEnv(EnvBase):
                     self._terminals[i] = self._truncations[i] = 1
                     self._log_episode(i, 0, 0, 0)
                     self.active[i] = False
+                self.placing[i] = None
                 self.kill_tick[i] = self.kill_sent_tick[i] = -1
+                self.deaths_seen[i] = deaths[i]
                 self.last_tick[i] = -1 if not in_game[i] else tick[i]
                 continue
             if not self.active[i]:
-                # waiting for the (re)spawn that follows a reset or a death
-                if has[i] and absent[i] >= self.kill_tick[i] and tick[i] > self.kill_tick[i] and np.isfinite(d[i]):
-                    self.active[i] = True
-                    self.map_gen[i] = maps[i]
-                    self.start_tick[i] = tick[i]
-                    self.prev_d[i] = self.best_d[i] = d[i]
-                    self.frozen_since[i] = -1
-                    self.frozen_decisions[i] = self.episode_decisions[i] = 0
+                # waiting for the (re)spawn that follows a reset or a death: a snapshot without the
+                # character since, or a kill message since (in lockstep the respawn may come before
+                # the next snapshot)
+                respawned = has[i] and tick[i] > self.kill_tick[i] and np.isfinite(d[i]) and (
+                    absent[i] >= self.kill_tick[i] or deaths[i] > self.deaths_seen[i])
+                if self.placing[i] is not None:  # moved to its curriculum start at the last decision
+                    if has[i] and deaths[i] == self.deaths_seen[i] and np.isfinite(d[i]):
+                        tx, ty = self.placing[i]
+                        self.placing[i] = None
+                        if max(abs(x[i] - tx), abs(y[i] - ty)) > 4 * TILE:
+                            self.placement_misses += 1
+                        self._begin(i, tick[i], d[i], maps[i], deaths[i], from_start=False)
+                    else:  # it died on the way: a fresh respawn
+                        self.placing[i] = None
+                        self.kill_tick[i], self.deaths_seen[i] = tick[i], deaths[i]
+                elif respawned:
+                    self.deaths_seen[i] = deaths[i]
+                    if not (record and self._place(i, x[i], y[i])):
+                        self._begin(i, tick[i], d[i], maps[i], deaths[i], from_start=True)
                 elif self.kill_sent_tick[i] >= 0 and tick[i] - self.kill_sent_tick[i] > RESPAWN_RETRY_TICKS:
                     self._end(i)  # the kill got lost (a reconnect): again
                 self.last_tick[i] = tick[i]
                 continue
             self.episode_decisions[i] += 1
-            if absent[i] > self.last_tick[i] or not has[i]:  # the character died since the last decision
+            if absent[i] > self.last_tick[i] or not has[i] or deaths[i] > self.deaths_seen[i]:
+                # the character died since the last decision (and may be back already)
                 self._rewards[i] = -float(c["death_penalty"])
                 self._terminals[i] = 1
                 self._log_episode(i, 0, 1, 0)
@@ -352,6 +506,10 @@ class DDNetEnv(EnvBase):
             r = (self.prev_d[i] - di) * float(c["tile_reward"])
             self.prev_d[i] = di
             self.best_d[i] = min(self.best_d[i], di)
+            if record and standing[i] and len(self.places[i]) < PLACES_MAX:
+                progress = 1.0 - di / self.spawn_distance
+                if not self.places[i] or progress >= self.places[i][-1][0] + spacing:
+                    self.places[i].append((progress, int(x[i]), int(y[i])))
             if frozen[i]:
                 r -= float(c["freeze_penalty"])
                 self.frozen_decisions[i] += 1
@@ -361,7 +519,7 @@ class DDNetEnv(EnvBase):
                 self.frozen_since[i] = -1
             finished = bool(on_finish[i])
             stuck = frozen[i] and tick[i] - self.frozen_since[i] >= stuck_ticks
-            timeout = tick[i] - self.start_tick[i] >= episode_ticks
+            timeout = tick[i] - self.start_tick[i] >= self.limit[i]
             if finished:
                 r += float(c["finish_bonus"])
             self._rewards[i] = r
@@ -392,7 +550,6 @@ class DDNetEnv(EnvBase):
         freeze_end = st[:, F["freeze_end"]].astype(np.int64)
         freeze_left = np.where(freeze_end > 0, np.clip((freeze_end - tick) / (3 * TICK_HZ), 0, 1),
                                np.where(freeze_end < 0, 1.0, 0.0))
-        episode_ticks = float(c["episode_seconds"]) * TICK_HZ
         state = np.stack([
             np.ones(len(x)), np.clip(1 - d / self.spawn_distance, -1, 1),
             st[:, F["vx"]] / VEL, st[:, F["vy"]] / VEL,
@@ -401,7 +558,7 @@ class DDNetEnv(EnvBase):
             np.where(hook > 0, (st[:, F["hook_x"]] - x) / (10 * TILE), 0),
             np.where(hook > 0, (st[:, F["hook_y"]] - y) / (10 * TILE), 0),
             jumped & 1, (jumped >> 1) & 1, frozen, freeze_left,
-            np.clip(1 - (tick - self.start_tick) / episode_ticks, 0, 1), st[:, F["direction"]],
+            np.clip(1 - (tick - self.start_tick) / self.limit, 0, 1), st[:, F["direction"]],
         ], axis=1)
         o[:, :len(STATE)] = state
         base = len(STATE)
@@ -432,8 +589,10 @@ class DDNetEnv(EnvBase):
         return (now_ms - self._state[:, self._F["recv_time_ms"]].astype(np.int64)) % (1 << 31)
 
     def _supervise(self):
-        """Restarts a server that exited or sent nothing for `timeout` seconds; its bots reconnect and
-        their episodes end as truncated. Whether any was restarted."""
+        """Restarts a server that exited, hung or let none of its bots in; its bots reconnect and
+        their episodes end as truncated. Whether any was restarted. Hung: in lockstep, it did not
+        run its ticks within `timeout` seconds; in real time, it sent none of its bots anything for
+        that long (in lockstep a server is silent whenever the trainer does not step)."""
         age = self._recv_age_ms()
         phase = self._state[:, self._F["phase"]]
         connected = phase >= 1
@@ -445,14 +604,20 @@ class DDNetEnv(EnvBase):
             mine = self.server_of == s
             if (phase[mine] == 5).any():
                 self._in_game_at[s] = now
-            silent = connected[mine].any() and (age[mine][connected[mine]] > timeout_ms).all()
+            if self.lockstep:
+                silent = s in self._hung
+            else:
+                silent = connected[mine].any() and (age[mine][connected[mine]] > timeout_ms).all()
             # none of its bots got into the game for long (a server that binds but never answers)
             absent = now - self._in_game_at[s] > JOIN_TIMEOUT_S
             if s not in dead and not silent and not absent:
                 continue
-            why = ("exited" if s in dead else f"sent nothing for {self.config['timeout']:g} s" if silent else
+            why = ("exited" if s in dead else
+                   f"did not run its {self.k} ticks within {self.config['timeout']:g} s" if silent and self.lockstep else
+                   f"sent nothing for {self.config['timeout']:g} s" if silent else
                    f"let none of its bots into the game for {JOIN_TIMEOUT_S:g} s")
             self.pool.restart(s, why, f"its {int(mine.sum())} bots' episodes end as truncated")
+            self._attach(s)
             self._in_game_at[s] = time.monotonic()
             restarted = True
             for i in np.flatnonzero(mine):
@@ -460,34 +625,46 @@ class DDNetEnv(EnvBase):
                     self._terminals[i] = self._truncations[i] = 1
                     self._log_episode(i, 0, 0, 0)
                 self.active[i] = False
+                self.placing[i] = None
                 self.kill_tick[i] = -1
                 self.kill_sent_tick[i] = -1
                 self.last_tick[i] = -1
                 self._lib.ddc_reconnect(self._client, int(i))
+        self._hung = set()
         return restarted
 
     # ---- logs ----
 
-    def _averages(self, sums, n):
+    def _averages(self, sums, n, start_sum, start_n):
         if n == 0:
             return {}
         out = {k: float(v / n) for k, v in zip(LOG_KEYS, sums)}
+        if self.curriculum.share > 0:  # the spawn's episodes alone: no head start in these
+            if start_n:
+                out["start_perf"] = float(start_sum / start_n)
+            out["real_starts"] = float(start_n / n)
         out["n"] = float(n)
         return out
 
     def log(self):
-        sums, n = self.log_sums.sum(axis=0), int(self.log_n.sum())
+        out = self._averages(self.log_sums.sum(axis=0), int(self.log_n.sum()), self.start_sums.sum(),
+                             int(self.start_n.sum()))
         self.log_sums[:] = 0
         self.log_n[:] = 0
-        return self._averages(sums, n)
+        self.start_sums[:] = 0
+        self.start_n[:] = 0
+        return out
 
     def log_counts(self):
         return self.log_n.astype(np.float32)
 
     def env_log(self, index):
-        out = self._averages(self.log_sums[index].copy(), int(self.log_n[index]))
+        out = self._averages(self.log_sums[index].copy(), int(self.log_n[index]), self.start_sums[index],
+                             int(self.start_n[index]))
         self.log_sums[index] = 0
         self.log_n[index] = 0
+        self.start_sums[index] = 0
+        self.start_n[index] = 0
         return out
 
     def epoch_metrics(self):
@@ -500,7 +677,15 @@ class DDNetEnv(EnvBase):
             out["snapshot_decode_us"] = stats[0] / 1000.0
             out["snapshot_decode_max_us"] = stats[1] / 1000.0
         out["snapshot_errors"] = float(self._state[:, self._F["snap_errors"]].sum())
+        if self.lockstep and self.pool is not None and self._client is not None:
+            # waits that went on without datagrams a server counted as sent, so far
+            out["lost_snapshots"] = float(self._lib.ddc_lockstep_lost(self._client))
+        if self.curriculum.share > 0:
+            out["frontier"] = self.curriculum.frontier
+            out["curriculum_starts"] = float(self.curriculum_starts)
+            out["placement_misses"] = float(self.placement_misses)
         self.missed = self.decisions = 0
+        self.curriculum_starts = self.placement_misses = 0
         return out
 
     def render(self, index=0):

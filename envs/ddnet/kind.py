@@ -24,4 +24,5 @@ def make(source, total_agents, config, num_threads=None, **options):
 
 
 KIND = Kind(name="ddnet", title="DDNet bots", suffix=".ini", noun="env ini", make=make, claims=claims,
-            mark=f"{MARK} = ... (bots on DDNet servers)", defaults=DDNET_DEFAULTS)
+            mark=f"{MARK} = ... (bots on DDNet servers)", defaults=DDNET_DEFAULTS,
+            evaluation={"curriculum": 0.0})  # evaluated from the map's spawn, never from a head start

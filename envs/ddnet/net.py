@@ -18,7 +18,7 @@ FIELDS = ("phase cid tick has_char x y vx vy direction jumped hooked_player hook
           "ddnet flags freeze_end jumps jumped_total freeze_start num_others").split()
 OTHERS = 4
 FIELDS += [f"other{k}_{c}" for k in range(OTHERS) for c in ("x", "y", "vx", "vy")]
-FIELDS += "snaps snap_errors inputs_sent connects recv_time_ms map_changes absent_tick".split()
+FIELDS += "snaps snap_errors inputs_sent connects recv_time_ms map_changes absent_tick deaths".split()
 F = {name: i for i, name in enumerate(FIELDS)}
 NFIELDS = len(FIELDS)
 INPUT_SIZE = 10
@@ -39,6 +39,10 @@ void ddc_send_inputs(ddc_env *e, int lo, int hi);
 void ddc_reconnect(ddc_env *e, int i);
 int ddc_wait_tick(ddc_env *e, int lo, int hi, const int32_t *want, int timeout_ms);
 void ddc_decode_stats(ddc_env *e, int64_t *out);
+void ddc_lockstep_attach(ddc_env *e, int s, void *block, int wake, int done);
+void ddc_lockstep_grant(ddc_env *e, int s, int64_t grant_ns);
+int ddc_lockstep_wait(ddc_env *e, int timeout_ms, int32_t *done);
+int64_t ddc_lockstep_lost(ddc_env *e);
 void ddc_destroy(ddc_env *e);
 int ddc_test_huffman(const unsigned *freq, const uint8_t *in, int n, uint8_t *out, int cap);
 int ddc_test_unpack_ints(const uint8_t *in, int n, int32_t *out, int cap);

@@ -8,11 +8,19 @@ exits or stops answering is killed and started again on the same port.
     pool.restart(0, "why", "what it means")        # reported, killed, started again on the same port
     pool.close()                                   # every process gone, every port free
 
+    ServerPool(..., lockstep=True)                 # each server runs the ticks the trainer grants (lockstep.c)
+    pool.channels[0]                               # its lockstep channel (lockstep.py), the same across restarts
+
 Each server runs in its own temporary home (HOME, XDG_DATA_HOME), so its rank database and logs go
 there and are removed with it, and binds 127.0.0.1 only (bindaddr, sv_ipv4only). Its external
 console (econ) is not used: DDNet binds it on every interface whatever ec_bindaddr says; the env
 sends console commands over a bot's own connection (rcon) instead. Servers die with the trainer,
-even a SIGKILLed one (the supervisor's die_with_trainer).
+even a SIGKILLed one (the supervisor's die_with_trainer). The test commands are on (sv_test_cmds 1):
+the env places bots with move_raw for its curriculum starts.
+
+In lockstep each server is started with the project's lockstep library preloaded (LD_PRELOAD,
+built and cached like the env modules) and inherits its channel's memfd and eventfds; the channel
+is cleared before every start, so a restarted server's clock and counts begin at 0 again.
 """
 from __future__ import annotations
 
@@ -24,6 +32,7 @@ from pathlib import Path
 
 from ..errors import EnvError
 from ..supervisor import Supervisor
+from .lockstep import LockstepChannel, supported
 
 DEFAULT_SERVER = "/usr/games/DDNet-Server"
 DEFAULT_MAPS = Path("/usr/share/games/ddnet/data/maps")
@@ -65,8 +74,10 @@ class ServerPool:
     """`count` DDNet servers of one map, `clients` slots each; `name` (the env's) for messages."""
 
     def __init__(self, count: int, map_path, clients: int, server: str = DEFAULT_SERVER,
-                 settings: str = "", timeout: float = START_TIMEOUT, name: str = "ddnet"):
+                 settings: str = "", timeout: float = START_TIMEOUT, name: str = "ddnet", lockstep: bool = False):
         self.exe = find_server(server)
+        if lockstep and (why := supported()):
+            raise DDNetServerError(f"{name}: {why}; set [env] lockstep = 0 (the servers keep their own clock)")
         self.map_path = Path(map_path)
         self.map_name = self.map_path.stem
         self.clients = clients
@@ -77,13 +88,26 @@ class ServerPool:
                               prefix="puffgpu-ddnet-")
         self._tmp = self.sup.folder
         self.servers = []
-        for i in range(count):
-            home = self.sup.folder / f"server{i}"
-            env = {**os.environ, "HOME": str(home), "XDG_DATA_HOME": str(home / "data")}
-            s = self.sup.add(i, self._command, cwd=home, env=env, log_dir=home)
-            s.port, s.home = free_port(), home
-            s.detail = f"{self.map_name}, port {s.port}"
-            self.servers.append(s)
+        self.channels = []
+        try:
+            library = _lockstep_library() if lockstep else None
+            for i in range(count):
+                home = self.sup.folder / f"server{i}"
+                port = free_port()
+                env = {**os.environ, "HOME": str(home), "XDG_DATA_HOME": str(home / "data")}
+                fds = ()
+                if lockstep:
+                    ch = LockstepChannel()
+                    self.channels.append(ch)
+                    env.update(ch.environment(port, library))
+                    fds = ch.pass_fds
+                s = self.sup.add(i, self._command, cwd=home, env=env, log_dir=home, pass_fds=fds)
+                s.port, s.home = port, home
+                s.detail = f"{self.map_name}, port {s.port}" + (", lockstep" if lockstep else "")
+                self.servers.append(s)
+        except BaseException:
+            self.close()
+            raise
         try:
             for s in self.servers:
                 self.sup.start(s)
@@ -107,7 +131,7 @@ class ServerPool:
             f"sv_map {self.map_name}", f"sv_port {s.port}", "bindaddr 127.0.0.1", "sv_ipv4only 1", "sv_register 0",
             f"sv_max_clients {self.clients}", f"sv_max_clients_per_ip {self.clients}", "sv_connlimit 0",
             "sv_high_bandwidth 1",  # a snapshot every tick (not every second one): any ticks_per_decision is exact
-            f"sv_rcon_password {self.password}",
+            f"sv_rcon_password {self.password}", "sv_test_cmds 1",
             *(c.strip() for c in self.settings.split(";") if c.strip())])
 
     def _command(self, s) -> list:
@@ -115,6 +139,8 @@ class ServerPool:
         # path), so any .map file loads under its name
         maps = s.home / "data" / "ddnet" / "maps"
         maps.mkdir(parents=True, exist_ok=True)
+        if self.channels:
+            self.channels[s.index].reset()  # the new process's clock and counts start at 0
         if not (maps / self.map_path.name).exists():
             (maps / self.map_path.name).symlink_to(self.map_path.resolve())
         return [self.exe, self._config(s)]
@@ -138,3 +164,12 @@ class ServerPool:
 
     def close(self):
         self.sup.close()  # SIGTERM (DDNet-Server shuts down cleanly), 2 s, then SIGKILL; the homes go too
+        for ch in self.channels:
+            ch.close()
+        self.channels = []
+
+
+def _lockstep_library():
+    """lockstep.c built into the cache (once per change), the library each server is started with."""
+    from ..build import build_shared_library
+    return build_shared_library(Path(__file__).resolve().parent / "lockstep.c", "ddnet_lockstep", libs=["dl"])
