@@ -75,6 +75,7 @@ struct Log {
 };
 
 typedef struct JsP5 JsP5; /* envs/js/p5native.h */
+typedef struct JsHost JsHost; /* below, js_frame */
 
 typedef struct JsCanvas {
     unsigned char* px; /* [h][w][ch] */
@@ -96,6 +97,7 @@ struct Env {
     double out[4];    /* score, lives, state code (0 playing, 1 WIN, 2 GAMEOVER, 3 EXIT) */
     double final_out[4];           /* out at the last episode's end */
     unsigned char* final_frame;    /* canvas 0 at the last episode's end (replays compare it) */
+    unsigned char* own_px;         /* the picture's memory until an RGB observation row is bound */
     JsCanvas canvas[JS_MAX_CANVASES];
     int num_canvases, target;
     long ops_left, ops_budget;
@@ -105,6 +107,7 @@ struct Env {
     int rasterize;    /* 0: the primitives draw nothing (tools/bench_env.py times the game alone) */
     int native_p5;    /* 1: the frequent p5 calls in C (p5native.h); 0: the prelude's JS for all */
     JsP5* p5;
+    JsHost* hc;       /* the host contract in C (js_frame), with native_p5; NULL: the prelude's step() */
     double last_score, episode_return;
     char game[1024];
     char err[JS_ERR];
@@ -545,13 +548,321 @@ static int js_call(Env* env, JSValue fn, double arg, const char* during, long bu
     return 1;
 }
 
+/* An RGB picture is drawn straight into the env's observation row, the one copy the trainer
+ * reads: no per-step copy, and 12 KB less per env for the caches at 64x64. Until the host binds
+ * the rows (vec_bind, after puf_init) the env draws into its own memory; the first call that sees
+ * a row moves the picture there (and again if the host binds other rows: it keeps the old ones
+ * alive until then, as every host here binds once). Drawing persists across frames as in p5, so
+ * the row holds the game's canvas: a host must not write into it. */
+static inline void js_picture_follow(Env* env) {
+#if JS_PICTURE_CHANNELS == 3
+    unsigned char* obs = env->agents[0].observations;
+    JsCanvas* c = &env->canvas[0];
+    if (obs != NULL && c->px != obs && c->px != NULL) {
+        memcpy(obs, c->px, (size_t)JS_PICTURE_WIDTH * JS_PICTURE_HEIGHT * 3);
+        c->px = obs;
+    }
+#else
+    (void)env;
+#endif
+}
+
+/* ---- the host contract in C ------------------------------------------------------------------
+ * A frame of a step is what the prelude's __puf.step(action) / hold(action) do (keys(), frame(),
+ * readState() in envs/js/p5.js), done here with the same reads and writes of the same globals in
+ * the same order: keys go into a table that the C keyIsDown reads (the prelude's is a Set),
+ * keyIsPressed, keyCode and key are set as keys() sets them and keyPressed() is called once per
+ * pressed key; frameCount += 1, the picture's matrix reset, main.shape = null, draw(), then
+ * getGameState(), whose result C reads when it is a plain object with own data properties score
+ * (a finite number), lives (a number) and gameState (one of the four state names): reading those
+ * has no side effects, so anything else goes, unread, to the prelude's state() for its JS
+ * conversions and errors. The prelude's `current = null` at the end of frame() is left out: it
+ * only makes the next JS drawing call re-send its target, which the host still holds.
+ * Measured on flappy_bird.js: the prelude's step cost ~11K instructions a frame in the interpreter
+ * (a Set, closures, an action index as a double key, the state name looked up as an atom). */
+#define JS_MAX_KEYS 16
+typedef struct JsKeys { int nheld, npressed; int held[JS_MAX_KEYS], pressed[JS_MAX_KEYS]; } JsKeys;
+struct JsHost {
+    JSValue global, main, fn_state, fn_need, fn_tick, fn_keyname;
+    JSAtom at_frameCount, at_keyIsPressed, at_keyCode, at_key, at_keyPressed, at_draw, at_getGameState,
+        at_shape, at_score, at_lives, at_gameState;
+    JSValue names[4];      /* "PLAYING", "WIN", "GAMEOVER", "EXIT" as the game returned them (held) */
+    JSValue key_name[256]; /* the prelude's keyName(code) for the codes of the action table */
+    JSClassID plain;       /* the class of {} */
+    JsKeys act[JS_NUM_ACTIONS];
+    uint64_t down[4];      /* keyIsDown: codes 0-255 */
+};
+
+/* "0 | 37 | p32 | 37 p32": envs/vec/jsvec.py checked and normalised it, the prelude's parseActions()
+ * reads the same text; 1 = ok */
+static int js_parse_actions(JsHost* h, const char* text) {
+    int a = 0;
+    const char* p = text;
+    memset(h->act, 0, sizeof(h->act));
+    while (*p && a < JS_NUM_ACTIONS) {
+        JsKeys* k = &h->act[a];
+        while (*p && *p != '|') {
+            while (*p == ' ' || *p == '\t') p++;
+            if (!*p || *p == '|') break;
+            int press = *p == 'p';
+            if (press) p++;
+            char* end;
+            long code = strtol(p, &end, 10);
+            if (end == p) return 0;
+            p = end;
+            if (code <= 0 || code > 255) continue; /* "0": no key */
+            if (press && k->npressed < JS_MAX_KEYS) k->pressed[k->npressed++] = (int)code;
+            else if (!press && k->nheld < JS_MAX_KEYS) k->held[k->nheld++] = (int)code;
+            else return 0;
+        }
+        if (*p == '|') p++;
+        a++;
+    }
+    return a == JS_NUM_ACTIONS;
+}
+
+/* keyIsDown(code): the prelude's down.has(code) for a Set of the numbers 1-255 */
+static JSValue js_n_keyisdown(JSContext* ctx, JSValueConst this_val, int argc, JSValueConst* argv) {
+    (void)this_val;
+    JsHost* h = js_env(ctx)->hc;
+    if (argc < 1 || !JS_IsNumber(argv[0])) return JS_FALSE;
+    double v;
+    JS_ToFloat64(ctx, &v, argv[0]);
+    if (!(v >= 0 && v <= 255) || v != (int)v) return JS_FALSE;
+    int c = (int)v;
+    return JS_NewBool(ctx, (h->down[c >> 6] >> (c & 63)) & 1);
+}
+
+static JSValue js_key_name(Env* env, int code) {
+    JsHost* h = env->hc;
+    if (JS_IsUndefined(h->key_name[code])) {
+        JSValue c = JS_NewInt32(env->ctx, code);
+        h->key_name[code] = JS_Call(env->ctx, h->fn_keyname, JS_UNDEFINED, 1, &c);
+        if (JS_IsException(h->key_name[code])) { h->key_name[code] = JS_UNDEFINED; return JS_EXCEPTION; }
+    }
+    return JS_DupValue(env->ctx, h->key_name[code]);
+}
+
+/* N.host(main): the prelude hands over its picture renderer; the C host contract and keyIsDown */
+static JSValue js_n_host(JSContext* ctx, JSValueConst this_val, int argc, JSValueConst* argv) {
+    (void)this_val;
+    Env* env = js_env(ctx);
+    JsHost* h = env->hc;
+    if (h == NULL || argc < 1 || !JS_IsObject(argv[0])) return JS_ThrowTypeError(ctx, "host: the picture renderer");
+    JS_FreeValue(ctx, h->main);
+    h->main = JS_DupValue(ctx, argv[0]);
+    JSValue kd = JS_NewCFunction(ctx, js_n_keyisdown, "keyIsDown", 1);
+    if (JS_IsException(kd)) return JS_EXCEPTION;
+    JSAtom at = JS_NewAtom(ctx, "keyIsDown");
+    int ok = JS_SetProperty(ctx, h->global, at, kd) >= 0;
+    JS_FreeAtom(ctx, at);
+    return ok ? JS_UNDEFINED : JS_EXCEPTION;
+}
+
+static JsHost* js_host_new(Env* env, const char* actions) {
+    JsHost* h = (JsHost*)calloc(1, sizeof(JsHost));
+    if (h == NULL) return NULL;
+    JSContext* ctx = env->ctx;
+    if (!js_parse_actions(h, actions)) { free(h); return NULL; }
+    h->global = JS_GetGlobalObject(ctx);
+    h->main = h->fn_state = h->fn_need = h->fn_tick = h->fn_keyname = JS_UNDEFINED;
+    for (int i = 0; i < 4; i++) h->names[i] = JS_UNDEFINED;
+    for (int i = 0; i < 256; i++) h->key_name[i] = JS_UNDEFINED;
+    h->at_frameCount = JS_NewAtom(ctx, "frameCount");
+    h->at_keyIsPressed = JS_NewAtom(ctx, "keyIsPressed");
+    h->at_keyCode = JS_NewAtom(ctx, "keyCode");
+    h->at_key = JS_NewAtom(ctx, "key");
+    h->at_keyPressed = JS_NewAtom(ctx, "keyPressed");
+    h->at_draw = JS_NewAtom(ctx, "draw");
+    h->at_getGameState = JS_NewAtom(ctx, "getGameState");
+    h->at_shape = JS_NewAtom(ctx, "shape");
+    h->at_score = JS_NewAtom(ctx, "score");
+    h->at_lives = JS_NewAtom(ctx, "lives");
+    h->at_gameState = JS_NewAtom(ctx, "gameState");
+    JSValue o = JS_NewObject(ctx);
+    h->plain = JS_GetClassID(o);
+    JS_FreeValue(ctx, o);
+    return h;
+}
+
+static void js_host_free(Env* env) {
+    JsHost* h = env->hc;
+    if (h == NULL) return;
+    JSContext* ctx = env->ctx;
+    JSValue vals[] = {h->global, h->main, h->fn_state, h->fn_need, h->fn_tick, h->fn_keyname};
+    for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) JS_FreeValue(ctx, vals[i]);
+    for (int i = 0; i < 4; i++) JS_FreeValue(ctx, h->names[i]);
+    for (int i = 0; i < 256; i++) JS_FreeValue(ctx, h->key_name[i]);
+    JSAtom atoms[] = {h->at_frameCount, h->at_keyIsPressed, h->at_keyCode, h->at_key, h->at_keyPressed, h->at_draw,
+                      h->at_getGameState, h->at_shape, h->at_score, h->at_lives, h->at_gameState};
+    for (size_t i = 0; i < sizeof(atoms) / sizeof(atoms[0]); i++) JS_FreeAtom(ctx, atoms[i]);
+    free(h);
+    env->hc = NULL;
+}
+
+/* the state code of a gameState string as the prelude's STATES[name] gives it; -1: not one of the
+ * four names (the prelude's state() decides) */
+static int js_state_code(Env* env, JSValueConst v) {
+    static const char* const names[4] = {"PLAYING", "WIN", "GAMEOVER", "EXIT"};
+    JsHost* h = env->hc;
+    for (int i = 0; i < 4; i++)  /* the same string as last time (a game returns its literals) */
+        if (JS_IsString(h->names[i]) && JS_VALUE_GET_PTR(h->names[i]) == JS_VALUE_GET_PTR(v)) return i;
+    size_t len;
+    const char* s = JS_ToCStringLen(env->ctx, &len, v);
+    if (s == NULL) { JS_FreeValue(env->ctx, JS_GetException(env->ctx)); return -1; }
+    int code = -1;
+    for (int i = 0; i < 4; i++)
+        if (len == strlen(names[i]) && memcmp(s, names[i], len) == 0) code = i;
+    JS_FreeCString(env->ctx, s);
+    if (code >= 0) {
+        JS_FreeValue(env->ctx, h->names[code]);
+        h->names[code] = JS_DupValue(env->ctx, v);
+    }
+    return code;
+}
+
+/* an own data property of a plain object, without side effects: 1 found (*out owned), 0 not */
+static int js_peek(Env* env, JSValueConst obj, JSAtom atom, JSValue* out) {
+    JSPropertyDescriptor d;
+    int r = JS_GetOwnProperty(env->ctx, &d, obj, atom);
+    if (r <= 0) {
+        if (r < 0) JS_FreeValue(env->ctx, JS_GetException(env->ctx));
+        return 0;
+    }
+    JS_FreeValue(env->ctx, d.getter);
+    JS_FreeValue(env->ctx, d.setter);
+    if (d.flags & JS_PROP_GETSET) { JS_FreeValue(env->ctx, d.value); return 0; }
+    *out = d.value;
+    return 1;
+}
+
+/* getGameState()'s result into env->out, as the prelude's state(s); 1 = ok (s is consumed) */
+static int js_read_state(Env* env, JSValue s) {
+    JsHost* h = env->hc;
+    JSContext* ctx = env->ctx;
+    if (JS_GetClassID(s) == h->plain) {
+        JSValue sc = JS_UNDEFINED, lv = JS_UNDEFINED, gs = JS_UNDEFINED;
+        double score = 0, lives = 0;
+        int code = -1;
+        if (js_peek(env, s, h->at_score, &sc) && JS_IsNumber(sc) && js_peek(env, s, h->at_lives, &lv) &&
+            JS_IsNumber(lv) && js_peek(env, s, h->at_gameState, &gs) && JS_IsString(gs)) {
+            JS_ToFloat64(ctx, &score, sc);
+            JS_ToFloat64(ctx, &lives, lv);
+            if (score - score == 0) code = js_state_code(env, gs);
+        }
+        JS_FreeValue(ctx, sc); JS_FreeValue(ctx, lv); JS_FreeValue(ctx, gs);
+        if (code >= 0) {
+            JS_FreeValue(ctx, s);
+            env->out[0] = score;
+            env->out[1] = (lives != lives || lives == 0) ? 0 : lives; /* +s.lives || 0 */
+            env->out[2] = code;
+            return 1;
+        }
+    }
+    JSValue r = JS_Call(ctx, h->fn_state, JS_UNDEFINED, 1, (JSValueConst*)&s);
+    JS_FreeValue(ctx, s);
+    if (JS_IsException(r)) return 0;
+    JS_FreeValue(ctx, r);
+    return 1;
+}
+
+static int js_set_global(Env* env, JSAtom atom, JSValue v) {
+    return JS_SetProperty(env->ctx, env->hc->global, atom, v) >= 0;
+}
+
+/* a global function, or the prelude's need(name) error */
+static JSValue js_global_fn(Env* env, JSAtom atom, const char* name) {
+    JSContext* ctx = env->ctx;
+    JSValue f = JS_GetProperty(ctx, env->hc->global, atom);
+    if (JS_IsException(f) || JS_IsFunction(ctx, f)) return f;
+    JS_FreeValue(ctx, f);
+    JSValue n = JS_NewString(ctx, name);
+    JSValue r = JS_Call(ctx, env->hc->fn_need, JS_UNDEFINED, 1, (JSValueConst*)&n);
+    JS_FreeValue(ctx, n);
+    return r; /* need() throws; were it to return, it returns G[name], as frame() calls */
+}
+
+/* One frame: keys (press: the action's pressed keys too), draw(), getGameState(); 1 = ok. */
+static int js_frame(Env* env, int action, int press, const char* during) {
+    JsHost* h = env->hc;
+    JSContext* ctx = env->ctx;
+    JS_UpdateStackTop(env->rt);
+    env->ops_left = env->ops_budget;
+    const JsKeys* k = &h->act[action];
+    int npressed = press ? k->npressed : 0;
+    h->down[0] = h->down[1] = h->down[2] = h->down[3] = 0;
+    for (int i = 0; i < k->nheld; i++) h->down[k->held[i] >> 6] |= 1ull << (k->held[i] & 63);
+    for (int i = 0; i < npressed; i++) h->down[k->pressed[i] >> 6] |= 1ull << (k->pressed[i] & 63);
+    if (!js_set_global(env, h->at_keyIsPressed, JS_NewBool(ctx, k->nheld + npressed > 0))) goto fail;
+    JSValue on_press = JS_GetProperty(ctx, h->global, h->at_keyPressed);
+    if (JS_IsException(on_press)) goto fail;
+    int call = JS_IsFunction(ctx, on_press);
+    for (int i = 0; i < npressed; i++) {
+        JSValue name = js_key_name(env, k->pressed[i]);
+        if (JS_IsException(name) || !js_set_global(env, h->at_keyCode, JS_NewInt32(ctx, k->pressed[i])) ||
+            !js_set_global(env, h->at_key, name)) { JS_FreeValue(ctx, on_press); goto fail; }
+        if (call) {
+            JSValue r = JS_Call(ctx, on_press, JS_UNDEFINED, 0, NULL);
+            if (JS_IsException(r)) { JS_FreeValue(ctx, on_press); goto fail; }
+            JS_FreeValue(ctx, r);
+        }
+    }
+    JS_FreeValue(ctx, on_press);
+    if (npressed == 0 && k->nheld > 0) { /* G.keyCode = last held; G.key = keyName(G.keyCode) */
+        if (!js_set_global(env, h->at_keyCode, JS_NewInt32(ctx, k->held[k->nheld - 1]))) goto fail;
+        JSValue kc = JS_GetProperty(ctx, h->global, h->at_keyCode);
+        if (JS_IsException(kc)) goto fail;
+        JSValue name;
+        if (JS_VALUE_GET_TAG(kc) == JS_TAG_INT && JS_VALUE_GET_INT(kc) > 0 && JS_VALUE_GET_INT(kc) < 256) {
+            name = js_key_name(env, JS_VALUE_GET_INT(kc));
+        } else {
+            name = JS_Call(ctx, h->fn_keyname, JS_UNDEFINED, 1, (JSValueConst*)&kc);
+        }
+        JS_FreeValue(ctx, kc);
+        if (JS_IsException(name) || !js_set_global(env, h->at_key, name)) goto fail;
+    }
+    /* frame(): G.frameCount += 1 */
+    JSValue fc = JS_GetProperty(ctx, h->global, h->at_frameCount);
+    if (JS_VALUE_GET_TAG(fc) == JS_TAG_INT && JS_VALUE_GET_INT(fc) < INT32_MAX) {
+        if (!js_set_global(env, h->at_frameCount, JS_NewInt32(ctx, JS_VALUE_GET_INT(fc) + 1))) goto fail;
+    } else if (JS_IsNumber(fc)) {
+        double d;
+        JS_ToFloat64(ctx, &d, fc);
+        if (!js_set_global(env, h->at_frameCount, JS_NewFloat64(ctx, d + 1))) goto fail;
+    } else {
+        if (JS_IsException(fc)) goto fail;
+        JS_FreeValue(ctx, fc);
+        JSValue r = JS_Call(ctx, h->fn_tick, JS_UNDEFINED, 0, NULL);
+        if (JS_IsException(r)) goto fail;
+        JS_FreeValue(ctx, r);
+    }
+    memcpy(env->p5->s + P5_M, env->p5->s + P5_BASE, 6 * sizeof(double)); /* main.resetMatrix() */
+    if (JS_SetProperty(ctx, h->main, h->at_shape, JS_NULL) < 0) goto fail;
+    JSValue draw = js_global_fn(env, h->at_draw, "draw");
+    if (JS_IsException(draw)) goto fail;
+    JSValue r = JS_Call(ctx, draw, JS_UNDEFINED, 0, NULL);
+    JS_FreeValue(ctx, draw);
+    if (JS_IsException(r)) goto fail;
+    JS_FreeValue(ctx, r);
+    /* readState() */
+    JSValue get = js_global_fn(env, h->at_getGameState, "getGameState");
+    if (JS_IsException(get)) goto fail;
+    JSValue s = JS_Call(ctx, get, JS_UNDEFINED, 0, NULL);
+    JS_FreeValue(ctx, get);
+    if (JS_IsException(s) || !js_read_state(env, s)) goto fail;
+    return 1;
+fail:
+    js_report(env, during);
+    return 0;
+}
+
 static void js_write_obs(Env* env) {
+#if JS_PICTURE_CHANNELS == 3
+    (void)env; /* the picture is the observation row (js_picture_follow) */
+#else
     const unsigned char* px = env->canvas[0].px;
     unsigned char* obs = env->agents[0].observations;
     if (obs == NULL) return;
-#if JS_PICTURE_CHANNELS == 3
-    memcpy(obs, px, (size_t)JS_PICTURE_WIDTH * JS_PICTURE_HEIGHT * 3);
-#else
     for (int i = 0; i < JS_PICTURE_WIDTH * JS_PICTURE_HEIGHT; i++) {
         const unsigned char* p = px + 3 * i;  /* ITU-R BT.601 luma, integer */
         obs[i] = (unsigned char)((p[0] * 77 + p[1] * 150 + p[2] * 29 + 128) >> 8);
@@ -584,7 +895,7 @@ void puf_init(Env* env, Dict* kwargs) {
     c->w = JS_PICTURE_WIDTH;
     c->h = JS_PICTURE_HEIGHT;
     c->ch = 3;
-    c->px = (unsigned char*)calloc((size_t)c->w * c->h, 3);
+    c->px = env->own_px = (unsigned char*)calloc((size_t)c->w * c->h, 3);
     env->final_frame = (unsigned char*)calloc((size_t)c->w * c->h, 3);
     env->num_canvases = 1;
     env->p5 = (JsP5*)calloc(1, sizeof(JsP5));
@@ -613,6 +924,8 @@ void puf_init(Env* env, Dict* kwargs) {
         JS_SetPropertyStr(ctx, native, "rstate",
                           JS_NewArrayBuffer(ctx, (uint8_t*)env->p5->rs, sizeof(env->p5->rs), 0, NULL, NULL, false));
         JS_SetPropertyStr(ctx, native, "p5", JS_NewCFunction(ctx, js_n_p5, "p5", 1));
+        env->hc = js_host_new(env, actions);
+        if (env->hc != NULL) JS_SetPropertyStr(ctx, native, "host", JS_NewCFunction(ctx, js_n_host, "host", 1));
     }
     JS_SetPropertyStr(ctx, native, "width", JS_NewInt32(ctx, JS_PICTURE_WIDTH));
     JS_SetPropertyStr(ctx, native, "height", JS_NewInt32(ctx, JS_PICTURE_HEIGHT));
@@ -628,6 +941,16 @@ void puf_init(Env* env, Dict* kwargs) {
     js_set_fn(env, &env->fn_step, "step");
     js_set_fn(env, &env->fn_hold, "hold");
     js_set_fn(env, &env->fn_reset, "reset");
+    if (env->hc != NULL) {
+        if (JS_IsUndefined(env->hc->main)) { /* the prelude did not take the C host: its JS steps */
+            js_host_free(env);
+        } else {
+            js_set_fn(env, &env->hc->fn_state, "state");
+            js_set_fn(env, &env->hc->fn_need, "need");
+            js_set_fn(env, &env->hc->fn_tick, "tick");
+            js_set_fn(env, &env->hc->fn_keyname, "keyName");
+        }
+    }
     if (!js_eval_file(env, game, "loading the game")) return;
     JSValue fn_load = JS_GetPropertyStr(ctx, env->host, "load");
     int ok = js_call(env, fn_load, 0, "setup(), resetGame(0) and the first draw()", env->ops_budget * 4);
@@ -638,8 +961,10 @@ void puf_init(Env* env, Dict* kwargs) {
 }
 
 static void js_begin_episode(Env* env, unsigned int seed) {
+    js_picture_follow(env);
     env->steps = 0;
     env->episode_return = 0;
+    if (env->hc != NULL) memset(env->hc->down, 0, sizeof(env->hc->down)); /* reset(): down.clear() */
     if (!env->failed && js_call(env, env->fn_reset, (double)seed, "resetGame() and its first draw()",
                                 env->ops_budget)) {
         env->last_score = env->out[0];
@@ -661,6 +986,7 @@ void puf_reset(Env* env) {
 
 void puf_step(Env* env) {
     Agent* ag = &env->agents[0];
+    js_picture_follow(env);
     ag->rewards[0] = 0;
     ag->terminals[0] = 0;
     if (env->failed) {
@@ -671,9 +997,9 @@ void puf_step(Env* env) {
     int action = (fa >= 0 && fa < JS_NUM_ACTIONS) ? (int)fa : 0;
     for (int f = 0; f < env->frameskip; f++) {
         if (f > 0 && env->out[2] != 0) break;  /* the game ended on an earlier frame of this step */
-        if (!js_call(env, f == 0 ? env->fn_step : env->fn_hold, action,
-                     f == 0 ? "a step (keyPressed(), draw(), getGameState())" : "a held frame (draw(), getGameState())",
-                     env->ops_budget)) {
+        const char* during = f == 0 ? "a step (keyPressed(), draw(), getGameState())" : "a held frame (draw(), getGameState())";
+        if (env->hc != NULL ? !js_frame(env, action, f == 0, during)
+                            : !js_call(env, f == 0 ? env->fn_step : env->fn_hold, action, during, env->ops_budget)) {
             ag->terminals[0] = 1;
             return;
         }
@@ -716,12 +1042,15 @@ void puf_close(Env* env) {
         JS_FreeValue(env->ctx, env->fn_reset);
         JS_FreeValue(env->ctx, env->host);
         if (env->p5 != NULL) p5_native_free(env);
+        js_host_free(env);
         JS_FreeContext(env->ctx);
     }
     if (env->rt != NULL) JS_FreeRuntime(env->rt);
     env->ctx = NULL;
     env->rt = NULL;
-    for (int i = 0; i < env->num_canvases; i++) free(env->canvas[i].px);
+    free(env->own_px);
+    env->own_px = NULL;
+    for (int i = 1; i < env->num_canvases; i++) free(env->canvas[i].px);
     free(env->final_frame);
     env->final_frame = NULL;
     free(env->p5);
