@@ -11,8 +11,9 @@ the global lookup and the value release inlined into the interpreter loop.
 - JS_FreeValue and JS_FreeValueRT, exported out-of-line functions in QuickJS-ng, are inlined
   inside the engine (one call per value the interpreter drops); the exported symbols remain.
 - Property reads and writes (obj.x, obj.f(), obj.x = v) and global names guess the property's
-  index in the object's shape: the index found last at the same bytecode position (pc, hashed
-  into a 1024-entry table in each context). A guess is used only when the shape's property at
+  index in the object's shape: the index found last at the same bytecode position (its offset in
+  its function and the function's length, hashed into one 4096-entry table that all runtimes
+  share, so 64 runtimes of a game on a core read the same few lines). A guess is used only when the shape's property at
   that index has the name looked for; a shape holds each name once, so a checked guess is exactly
   what the engine's hash lookup returns, and a wrong guess costs one comparison. Games read the
   same fields of same-shaped objects in loops (breakout.js: 2,230 lookups a frame).
@@ -21,7 +22,7 @@ the global lookup and the value release inlined into the interpreter loop.
 
 def _guessed(what, site):
     """An interpreter site (found by its own lines) whose property lookup tries the guess first."""
-    return what, site, site.replace("find_own_property(&pr, ", "puf_find_own_property_ic(ctx, pc, &pr, ")
+    return what, site, site.replace("find_own_property(&pr, ", "puf_find_own_property_ic(PUF_IC_SLOT(b, pc), &pr, ")
 
 
 PATCHES = (
@@ -78,28 +79,28 @@ static inline __attribute__((always_inline)) void js_free_value_inline(JSRuntime
     ('the exported JS_FreeValue keeps its name',
      'void JS_FreeValue(JSContext *ctx, JSValue v)\n{',
      'void (JS_FreeValue)(JSContext *ctx, JSValue v)\n{'),
-    ('a per-context table of guessed property indexes',
-     """\
-    int interrupt_counter;
-""",
-     """\
-    int interrupt_counter;
-    uint32_t puf_ic[1024]; /* puffgpu: puf_find_own_property_ic's guesses */
-"""),
     ('puf_find_own_property_ic',
      """\
 /* Release a counted reference an open var_ref held on the coroutine
 """,
      """\
-/* puffgpu: find_own_property with a guess, the index found last at this bytecode position (pc,
-   hashed into ctx->puf_ic). The guess is used only when the shape's property at that index has
-   this atom: a shape holds each atom once, so a checked guess is what find_own_property returns. */
-static inline JSShapeProperty *puf_find_own_property_ic(JSContext *ctx, const uint8_t *pc,
-                                                        JSProperty **ppr, JSObject *p, JSAtom atom)
+/* puffgpu: find_own_property with a guess, the index found last at this bytecode position. The
+   guess is used only when the shape's property at that index has this atom: a shape holds each
+   atom once, so a checked guess is what find_own_property returns. One table for the process,
+   indexed by the position within its function and the function's length, so that every runtime
+   running the same game shares the same few hot lines instead of a table of its own (with 64
+   runtimes on a core, per-runtime tables were 16% of a step's cache misses). It holds hints
+   only: runtimes on other threads read and write it (relaxed, whole 16-bit entries), and a
+   stale or foreign entry costs one comparison. */
+#define PUF_IC_SIZE 4096
+static uint16_t puf_ic[PUF_IC_SIZE];
+#define PUF_IC_SLOT(b, pc) (&puf_ic[((uint32_t)((pc) - (b)->byte_code_buf) * 0x9E3779B1u + \
+                                     (uint32_t)(b)->byte_code_len * 0x85EBCA6Bu) >> 20])
+static inline JSShapeProperty *puf_find_own_property_ic(uint16_t *slot, JSProperty **ppr,
+                                                        JSObject *p, JSAtom atom)
 {
     JSShape *sh = p->shape;
-    uint32_t *slot = &ctx->puf_ic[(uintptr_t)pc & 1023];
-    uint32_t i = *slot;
+    uint32_t i = __atomic_load_n(slot, __ATOMIC_RELAXED);
     JSShapeProperty *pr;
     if (likely(i < (uint32_t)sh->prop_count)) {
         pr = &get_shape_prop(sh)[i];
@@ -109,8 +110,8 @@ static inline JSShapeProperty *puf_find_own_property_ic(JSContext *ctx, const ui
         }
     }
     pr = find_own_property(ppr, p, atom);
-    if (pr)
-        *slot = (uint32_t)(pr - get_shape_prop(sh));
+    if (pr && pr - get_shape_prop(sh) < 0xffff)
+        __atomic_store_n(slot, (uint16_t)(pr - get_shape_prop(sh)), __ATOMIC_RELAXED);
     return pr;
 }
 
@@ -142,16 +143,16 @@ static inline JSShapeProperty *puf_find_own_property_ic(JSContext *ctx, const ui
      """\
 /* puffgpu: JS_GetGlobalVar with puf_find_own_property_ic's guesses for its two fast lookups */
 static inline __attribute__((always_inline))
-JSValue puf_get_global_var(JSContext *ctx, const uint8_t *pc, JSAtom prop, bool throw_ref_error)
+JSValue puf_get_global_var(JSContext *ctx, uint16_t *slot, JSAtom prop, bool throw_ref_error)
 {
     JSShapeProperty *prs;
     JSProperty *pr;
-    prs = puf_find_own_property_ic(ctx, pc, &pr, JS_VALUE_GET_OBJ(ctx->global_var_obj), prop);
+    prs = puf_find_own_property_ic(slot, &pr, JS_VALUE_GET_OBJ(ctx->global_var_obj), prop);
     if (prs) {
         if (likely(!JS_IsUninitialized(pr->u.value)))
             return js_dup(pr->u.value);
     } else {
-        prs = puf_find_own_property_ic(ctx, pc, &pr, JS_VALUE_GET_OBJ(ctx->global_obj), prop);
+        prs = puf_find_own_property_ic(slot, &pr, JS_VALUE_GET_OBJ(ctx->global_obj), prop);
         if (prs && likely((prs->flags & JS_PROP_TMASK) == 0))
             return js_dup(pr->u.value);
     }
@@ -165,6 +166,6 @@ JSValue puf_get_global_var(JSContext *ctx, const uint8_t *pc, JSAtom prop, bool 
                 val = JS_GetGlobalVar(ctx, atom, opcode - OP_get_var_undef);
 """,
      """\
-                val = puf_get_global_var(ctx, pc, atom, opcode - OP_get_var_undef);
+                val = puf_get_global_var(ctx, PUF_IC_SLOT(b, pc), atom, opcode - OP_get_var_undef);
 """),
 )

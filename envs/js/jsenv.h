@@ -203,13 +203,30 @@ static inline void js_blend(JsCanvas* c, int x, int y, int r, int g, int b, int 
     if (c->ch == 4) p[3] = (unsigned char)(a + (p[3] * k + 127) / 255);
 }
 
+/* n RGB pixels of one color: 8 pixels (24 bytes) at a time in three 8-byte stores */
+typedef struct JsRgb { uint64_t w[3]; unsigned char c[3]; } JsRgb;
+static inline JsRgb js_rgb(int r, int g, int b) {
+    JsRgb k;
+    unsigned char pat[24];
+    for (int i = 0; i < 8; i++) { pat[3 * i] = (unsigned char)r; pat[3 * i + 1] = (unsigned char)g; pat[3 * i + 2] = (unsigned char)b; }
+    memcpy(k.w, pat, 24);
+    memcpy(k.c, pat, 3);
+    return k;
+}
+static inline void js_fill_rgb(unsigned char* p, int n, const JsRgb* k) {
+    for (; n >= 8; n -= 8, p += 24) { memcpy(p, &k->w[0], 8); memcpy(p + 8, &k->w[1], 8); memcpy(p + 16, &k->w[2], 8); }
+    for (; n > 0; n--, p += 3) { p[0] = k->c[0]; p[1] = k->c[1]; p[2] = k->c[2]; }
+}
+
 static inline void js_span(JsCanvas* c, int y, int x0, int x1, int r, int g, int b, int a) {
     if (y < 0 || y >= c->h) return;
     if (x0 < 0) x0 = 0;
     if (x1 > c->w) x1 = c->w;
     if (a >= 255 && c->ch == 3) { /* opaque on the picture: what js_blend writes, without its tests */
-        unsigned char* p = c->px + ((size_t)y * c->w + x0) * 3;
-        for (int x = x0; x < x1; x++, p += 3) { p[0] = (unsigned char)r; p[1] = (unsigned char)g; p[2] = (unsigned char)b; }
+        if (x0 < x1) {
+            JsRgb k = js_rgb(r, g, b);
+            js_fill_rgb(c->px + ((size_t)y * c->w + x0) * 3, x1 - x0, &k);
+        }
         return;
     }
     if (a <= 0) return;
@@ -239,6 +256,12 @@ static void p5_poly(JsCanvas* c, const double* f, int n, int r, int g, int b, in
         if (lo < 0) lo = 0;
         if (hi > c->w) hi = c->w;
         if (!(lo < hi)) return;
+        if (a >= 255 && c->ch == 3) { /* opaque on the picture: js_span's rows, the color built once */
+            JsRgb k = js_rgb(r, g, b);
+            for (int y = y0 < 0 ? 0 : y0; y <= y1 && y < c->h; y++)
+                if (y + 0.5 < ymax) js_fill_rgb(c->px + ((size_t)y * c->w + (int)lo) * 3, (int)hi - (int)lo, &k);
+            return;
+        }
         for (int y = y0; y <= y1; y++)
             if (y + 0.5 < ymax) js_span(c, y, (int)lo, (int)hi, r, g, b, a);
         return;
@@ -325,10 +348,14 @@ static void p5_image(JsCanvas* dst, const JsCanvas* src, const double* f) {
 }
 
 static void p5_background(JsCanvas* c, int r, int g, int b, int a) {
-    if (a >= 255 && c->ch == 3 && c->h > 0) { /* opaque: one row, copied */
-        size_t row = (size_t)c->w * 3;
+    if (a >= 255 && c->ch == 3 && c->h > 0) { /* opaque: one memset, or one row copied in doubling blocks */
+        size_t all = (size_t)c->w * c->h * 3, done = (size_t)c->w * 3;
+        if (r == g && g == b) {
+            memset(c->px, r, all);
+            return;
+        }
         js_span(c, 0, 0, c->w, r, g, b, a);
-        for (int y = 1; y < c->h; y++) memcpy(c->px + y * row, c->px, row);
+        for (; done < all; done *= 2) memcpy(c->px + done, c->px, done < all - done ? done : all - done);
         return;
     }
     for (int y = 0; y < c->h; y++) js_span(c, y, 0, c->w, r, g, b, a);
