@@ -74,6 +74,8 @@ struct Log {
     float n;
 };
 
+#include "jsheap.h"
+
 typedef struct JsP5 JsP5; /* envs/js/p5native.h */
 typedef struct JsHost JsHost; /* below, js_frame */
 
@@ -89,26 +91,28 @@ struct Env {
     unsigned int rng;
     int tag;
     int boundary_reached;
+    /* what a step reads, together at the front (with many envs on a core each line here is a miss) */
     JSRuntime* rt;
     JSContext* ctx;
-    JSValue host;     /* the prelude's __puf object */
-    JSValue fn_step, fn_hold, fn_reset;
-    double fbuf[JS_FBUF];
+    JsP5* p5;
+    JsHost* hc;       /* the host contract in C (js_frame), with native_p5; NULL: the prelude's step() */
+    JsHeap* heap;     /* where the runtime's pages come from (jsheap.h) */
     double out[4];    /* score, lives, state code (0 playing, 1 WIN, 2 GAMEOVER, 3 EXIT) */
-    double final_out[4];           /* out at the last episode's end */
-    unsigned char* final_frame;    /* canvas 0 at the last episode's end (replays compare it) */
-    unsigned char* own_px;         /* the picture's memory until an RGB observation row is bound */
-    JsCanvas canvas[JS_MAX_CANVASES];
-    int num_canvases, target;
+    double last_score, episode_return;
     long ops_left, ops_budget;
-    size_t memory_limit;
     int max_steps, steps, failed;
     int frameskip;    /* frames per step: the first with the action's presses, the rest held keys only */
     int rasterize;    /* 0: the primitives draw nothing (tools/bench_env.py times the game alone) */
     int native_p5;    /* 1: the frequent p5 calls in C (p5native.h); 0: the prelude's JS for all */
-    JsP5* p5;
-    JsHost* hc;       /* the host contract in C (js_frame), with native_p5; NULL: the prelude's step() */
-    double last_score, episode_return;
+    int num_canvases, target;
+    JsCanvas canvas[JS_MAX_CANVASES];
+    double fbuf[JS_FBUF];
+    JSValue host;     /* the prelude's __puf object */
+    JSValue fn_step, fn_hold, fn_reset;
+    double final_out[4];           /* out at the last episode's end */
+    unsigned char* final_frame;    /* canvas 0 at the last episode's end (replays compare it) */
+    unsigned char* own_px;         /* the picture's memory until an RGB observation row is bound */
+    size_t memory_limit;
     char game[1024];
     char err[JS_ERR];
 };
@@ -607,17 +611,20 @@ static inline void js_picture_follow(Env* env) {
  * only makes the next JS drawing call re-send its target, which the host still holds.
  * Measured on flappy_bird.js: the prelude's step cost ~11K instructions a frame in the interpreter
  * (a Set, closures, an action index as a double key, the state name looked up as an atom). */
-#define JS_MAX_KEYS 16
-typedef struct JsKeys { int nheld, npressed; int held[JS_MAX_KEYS], pressed[JS_MAX_KEYS]; } JsKeys;
+#define JS_MAX_KEYS 15
+typedef struct JsKeys { unsigned char nheld, npressed, held[JS_MAX_KEYS], pressed[JS_MAX_KEYS]; } JsKeys;
+#define JS_MAX_NAMES 32
 struct JsHost {
+    uint64_t down[4];      /* keyIsDown: codes 0-255 */
     JSValue global, main, fn_state, fn_need, fn_tick, fn_keyname;
     JSAtom at_frameCount, at_keyIsPressed, at_keyCode, at_key, at_keyPressed, at_draw, at_getGameState,
         at_shape, at_score, at_lives, at_gameState;
-    JSValue names[4];      /* "PLAYING", "WIN", "GAMEOVER", "EXIT" as the game returned them (held) */
-    JSValue key_name[256]; /* the prelude's keyName(code) for the codes of the action table */
     JSClassID plain;       /* the class of {} */
+    JSValue names[4];      /* "PLAYING", "WIN", "GAMEOVER", "EXIT" as the game returned them (held) */
     JsKeys act[JS_NUM_ACTIONS];
-    uint64_t down[4];      /* keyIsDown: codes 0-255 */
+    int num_keys;          /* the prelude's keyName(code) of the codes met so far */
+    unsigned char key_code[JS_MAX_NAMES];
+    JSValue key_name[JS_MAX_NAMES];
 };
 
 /* "0 | 37 | p32 | 37 p32": envs/vec/jsvec.py checked and normalised it, the prelude's parseActions()
@@ -638,8 +645,8 @@ static int js_parse_actions(JsHost* h, const char* text) {
             if (end == p) return 0;
             p = end;
             if (code <= 0 || code > 255) continue; /* "0": no key */
-            if (press && k->npressed < JS_MAX_KEYS) k->pressed[k->npressed++] = (int)code;
-            else if (!press && k->nheld < JS_MAX_KEYS) k->held[k->nheld++] = (int)code;
+            if (press && k->npressed < JS_MAX_KEYS) k->pressed[k->npressed++] = (unsigned char)code;
+            else if (!press && k->nheld < JS_MAX_KEYS) k->held[k->nheld++] = (unsigned char)code;
             else return 0;
         }
         if (*p == '|') p++;
@@ -662,12 +669,14 @@ static JSValue js_n_keyisdown(JSContext* ctx, JSValueConst this_val, int argc, J
 
 static JSValue js_key_name(Env* env, int code) {
     JsHost* h = env->hc;
-    if (JS_IsUndefined(h->key_name[code])) {
-        JSValue c = JS_NewInt32(env->ctx, code);
-        h->key_name[code] = JS_Call(env->ctx, h->fn_keyname, JS_UNDEFINED, 1, &c);
-        if (JS_IsException(h->key_name[code])) { h->key_name[code] = JS_UNDEFINED; return JS_EXCEPTION; }
-    }
-    return JS_DupValue(env->ctx, h->key_name[code]);
+    for (int i = 0; i < h->num_keys; i++)
+        if (h->key_code[i] == code) return JS_DupValue(env->ctx, h->key_name[i]);
+    JSValue c = JS_NewInt32(env->ctx, code);
+    JSValue name = JS_Call(env->ctx, h->fn_keyname, JS_UNDEFINED, 1, &c);
+    if (JS_IsException(name) || h->num_keys == JS_MAX_NAMES) return name;
+    h->key_code[h->num_keys] = (unsigned char)code;
+    h->key_name[h->num_keys++] = JS_DupValue(env->ctx, name);
+    return name;
 }
 
 /* N.host(main): the prelude hands over its picture renderer; the C host contract and keyIsDown */
@@ -694,7 +703,6 @@ static JsHost* js_host_new(Env* env, const char* actions) {
     h->global = JS_GetGlobalObject(ctx);
     h->main = h->fn_state = h->fn_need = h->fn_tick = h->fn_keyname = JS_UNDEFINED;
     for (int i = 0; i < 4; i++) h->names[i] = JS_UNDEFINED;
-    for (int i = 0; i < 256; i++) h->key_name[i] = JS_UNDEFINED;
     h->at_frameCount = JS_NewAtom(ctx, "frameCount");
     h->at_keyIsPressed = JS_NewAtom(ctx, "keyIsPressed");
     h->at_keyCode = JS_NewAtom(ctx, "keyCode");
@@ -719,7 +727,7 @@ static void js_host_free(Env* env) {
     JSValue vals[] = {h->global, h->main, h->fn_state, h->fn_need, h->fn_tick, h->fn_keyname};
     for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) JS_FreeValue(ctx, vals[i]);
     for (int i = 0; i < 4; i++) JS_FreeValue(ctx, h->names[i]);
-    for (int i = 0; i < 256; i++) JS_FreeValue(ctx, h->key_name[i]);
+    for (int i = 0; i < h->num_keys; i++) JS_FreeValue(ctx, h->key_name[i]);
     JSAtom atoms[] = {h->at_frameCount, h->at_keyIsPressed, h->at_keyCode, h->at_key, h->at_keyPressed, h->at_draw,
                       h->at_getGameState, h->at_shape, h->at_score, h->at_lives, h->at_gameState};
     for (size_t i = 0; i < sizeof(atoms) / sizeof(atoms[0]); i++) JS_FreeAtom(ctx, atoms[i]);
@@ -927,7 +935,7 @@ void puf_init(Env* env, Dict* kwargs) {
     env->num_canvases = 1;
     env->p5 = (JsP5*)calloc(1, sizeof(JsP5));
     if (env->p5 != NULL) p5_native_init(env);
-    env->rt = JS_NewRuntime();
+    env->rt = jsh_new_runtime(&env->heap);
     env->ctx = env->rt ? JS_NewContext(env->rt) : NULL;
     if (c->px == NULL || env->ctx == NULL || env->p5 == NULL) {
         js_fail(env, "%s: out of memory creating its JS runtime", js_basename(game));
@@ -1073,6 +1081,8 @@ void puf_close(Env* env) {
         JS_FreeContext(env->ctx);
     }
     if (env->rt != NULL) JS_FreeRuntime(env->rt);
+    jsh_close(env->heap);
+    env->heap = NULL;
     env->ctx = NULL;
     env->rt = NULL;
     free(env->own_px);
