@@ -17,6 +17,13 @@ the global lookup and the value release inlined into the interpreter loop.
   that index has the name looked for; a shape holds each name once, so a checked guess is exactly
   what the engine's hash lookup returns, and a wrong guess costs one comparison. Games read the
   same fields of same-shaped objects in loops (breakout.js: 2,230 lookups a frame).
+- String equality is true for one string object and false for two different atoms (interned
+  strings, unique per content in a runtime) without comparing characters: a game's
+  `state === 'PLAYING'` and `typeof x !== 'undefined'` compare literals, which are atoms.
+- A field of an object literal that is new to an ordinary extensible object is added directly
+  (what JS_DefineProperty and JS_CreateProperty do for that case); anything else takes their
+  path. With the string edit, a game that draws nothing steps 13% faster (getGameState()'s
+  object literal is most of what is left of a step's fixed cost).
 """
 
 
@@ -160,6 +167,47 @@ JSValue puf_get_global_var(JSContext *ctx, uint16_t *slot, JSAtom prop, bool thr
 }
 
 /* construct a reference to a global variable */
+"""),
+    ('string equality: the same string, or two different atoms',
+     """\
+static bool js_string_eq(JSString *p1, JSString *p2) {
+    if (p1->len != p2->len)
+""",
+     """\
+static bool js_string_eq(JSString *p1, JSString *p2) {
+    /* puffgpu: a string equals itself; two different atoms (interned strings: one per content
+       in a runtime) differ */
+    if (p1 == p2)
+        return true;
+    if (p1->atom_type == JS_ATOM_TYPE_STRING && p2->atom_type == JS_ATOM_TYPE_STRING)
+        return false;
+    if (p1->len != p2->len)
+"""),
+    ('OP_define_field: a new field of an ordinary object added directly',
+     """\
+                ret = JS_DefinePropertyValue(ctx, sp[-2], atom, sp[-1],
+                                             JS_PROP_C_W_E | JS_PROP_THROW);
+                sp--;
+""",
+     """\
+                /* puffgpu: a field new to an ordinary extensible object (an object literal's):
+                   what JS_DefineProperty and JS_CreateProperty do for it, without their tests */
+                if (JS_VALUE_GET_TAG(sp[-2]) == JS_TAG_OBJECT) {
+                    JSObject *p = JS_VALUE_GET_OBJ(sp[-2]);
+                    JSProperty *pr;
+                    if (p->class_id == JS_CLASS_OBJECT && !p->is_exotic && p->extensible &&
+                        !find_own_property(&pr, p, atom)) {
+                        pr = add_property(ctx, p, atom, JS_PROP_C_W_E);
+                        if (unlikely(!pr))
+                            goto exception;
+                        pr->u.value = sp[-1];
+                        sp--;
+                        BREAK;
+                    }
+                }
+                ret = JS_DefinePropertyValue(ctx, sp[-2], atom, sp[-1],
+                                             JS_PROP_C_W_E | JS_PROP_THROW);
+                sp--;
 """),
     ('OP_get_var with guesses',
      """\

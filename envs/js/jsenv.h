@@ -620,6 +620,7 @@ struct JsHost {
     JSAtom at_frameCount, at_keyIsPressed, at_keyCode, at_key, at_keyPressed, at_draw, at_getGameState,
         at_shape, at_score, at_lives, at_gameState;
     JSClassID plain;       /* the class of {} */
+    JSValue last_state;    /* the last result of getGameState() read here */
     JSValue names[4];      /* "PLAYING", "WIN", "GAMEOVER", "EXIT" as the game returned them (held) */
     JsKeys act[JS_NUM_ACTIONS];
     int num_keys;          /* the prelude's keyName(code) of the codes met so far */
@@ -701,7 +702,7 @@ static JsHost* js_host_new(Env* env, const char* actions) {
     JSContext* ctx = env->ctx;
     if (!js_parse_actions(h, actions)) { free(h); return NULL; }
     h->global = JS_GetGlobalObject(ctx);
-    h->main = h->fn_state = h->fn_need = h->fn_tick = h->fn_keyname = JS_UNDEFINED;
+    h->main = h->fn_state = h->fn_need = h->fn_tick = h->fn_keyname = h->last_state = JS_UNDEFINED;
     for (int i = 0; i < 4; i++) h->names[i] = JS_UNDEFINED;
     h->at_frameCount = JS_NewAtom(ctx, "frameCount");
     h->at_keyIsPressed = JS_NewAtom(ctx, "keyIsPressed");
@@ -724,7 +725,7 @@ static void js_host_free(Env* env) {
     JsHost* h = env->hc;
     if (h == NULL) return;
     JSContext* ctx = env->ctx;
-    JSValue vals[] = {h->global, h->main, h->fn_state, h->fn_need, h->fn_tick, h->fn_keyname};
+    JSValue vals[] = {h->global, h->main, h->fn_state, h->fn_need, h->fn_tick, h->fn_keyname, h->last_state};
     for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) JS_FreeValue(ctx, vals[i]);
     for (int i = 0; i < 4; i++) JS_FreeValue(ctx, h->names[i]);
     for (int i = 0; i < h->num_keys; i++) JS_FreeValue(ctx, h->key_name[i]);
@@ -787,7 +788,10 @@ static int js_read_state(Env* env, JSValue s) {
         }
         JS_FreeValue(ctx, sc); JS_FreeValue(ctx, lv); JS_FreeValue(ctx, gs);
         if (code >= 0) {
-            JS_FreeValue(ctx, s);
+            /* held until the next frame's: its shape (and the engine's shape for its last field)
+             * then still exists for the next object literal, instead of being freed and rebuilt */
+            JS_FreeValue(ctx, h->last_state);
+            h->last_state = s;
             env->out[0] = score;
             env->out[1] = (lives != lives || lives == 0) ? 0 : lives; /* +s.lives || 0 */
             env->out[2] = code;
