@@ -12,7 +12,7 @@ import pytest
 
 import test_js  # noqa: F401  (sets the engine's cache folder before envs is imported)
 import envs
-from envs.vec.jsvec import JsGameError
+from envs.js.env import JsGameError
 
 CONTRACT = Path(__file__).resolve().parent / "js" / "contract.js"
 
