@@ -122,6 +122,24 @@ static inline JSShapeProperty *puf_find_own_property_ic(uint16_t *slot, JSProper
     return pr;
 }
 
+/* puffgpu, for the env's C host (envs/js/jsenv.h): the value of obj's own data property atom,
+   found with the guess *slot; when write, only if it is writable. NULL for anything else (no such
+   own property, an accessor, a property the engine keeps specially), where the caller takes the
+   engine's general path. Reading the value or replacing it through the pointer is what the
+   engine's own fast paths do for such a property. */
+JSValue *puf_own_data(JSValueConst obj, JSAtom atom, uint16_t *slot, int write)
+{
+    JSShapeProperty *prs;
+    JSProperty *pr;
+    int mask = write ? JS_PROP_TMASK | JS_PROP_WRITABLE | JS_PROP_LENGTH : JS_PROP_TMASK;
+    if (JS_VALUE_GET_TAG(obj) != JS_TAG_OBJECT)
+        return NULL;
+    prs = puf_find_own_property_ic(slot, &pr, JS_VALUE_GET_OBJ(obj), atom);
+    if (!prs || (prs->flags & mask) != (write ? JS_PROP_WRITABLE : 0))
+        return NULL;
+    return &pr->u.value;
+}
+
 /* Release a counted reference an open var_ref held on the coroutine
 """),
     _guessed('OP_get_field with guesses', """\

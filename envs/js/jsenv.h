@@ -614,8 +614,14 @@ static inline void js_picture_follow(Env* env) {
 #define JS_MAX_KEYS 15
 typedef struct JsKeys { unsigned char nheld, npressed, held[JS_MAX_KEYS], pressed[JS_MAX_KEYS]; } JsKeys;
 #define JS_MAX_NAMES 32
+/* in the engine (envs/js/engine_patches.py): the value of an own data property found by a guess */
+JSValue* puf_own_data(JSValueConst obj, JSAtom atom, uint16_t* slot, int write);
+enum { JS_G_KEYISPRESSED, JS_G_KEYPRESSED, JS_G_KEYCODE, JS_G_KEYCODE_READ, JS_G_KEY, JS_G_FRAMECOUNT,
+       JS_G_FRAMECOUNT_PUT, JS_G_SHAPE, JS_G_DRAW, JS_G_GETGAMESTATE, JS_G_SCORE, JS_G_LIVES, JS_G_GAMESTATE,
+       JS_G_COUNT };
 struct JsHost {
     uint64_t down[4];      /* keyIsDown: codes 0-255 */
+    uint16_t guess[JS_G_COUNT]; /* the property indexes each access found last (puf_own_data) */
     JSValue global, main, fn_state, fn_need, fn_tick, fn_keyname;
     JSAtom at_frameCount, at_keyIsPressed, at_keyCode, at_key, at_keyPressed, at_draw, at_getGameState,
         at_shape, at_score, at_lives, at_gameState;
@@ -757,19 +763,28 @@ static int js_state_code(Env* env, JSValueConst v) {
     return code;
 }
 
-/* an own data property of a plain object, without side effects: 1 found (*out owned), 0 not */
-static int js_peek(Env* env, JSValueConst obj, JSAtom atom, JSValue* out) {
-    JSPropertyDescriptor d;
-    int r = JS_GetOwnProperty(env->ctx, &d, obj, atom);
-    if (r <= 0) {
-        if (r < 0) JS_FreeValue(env->ctx, JS_GetException(env->ctx));
-        return 0;
+/* obj.<atom> = v for an own writable data property, else JS's assignment (setters, errors) */
+static inline int js_put(Env* env, JSValueConst obj, JSAtom atom, int site, JSValue v) {
+    JSValue* p = puf_own_data(obj, atom, &env->hc->guess[site], 1);
+    if (p != NULL) {
+        JSValue old = *p;
+        *p = v;
+        JS_FreeValue(env->ctx, old);
+        return 1;
     }
-    JS_FreeValue(env->ctx, d.getter);
-    JS_FreeValue(env->ctx, d.setter);
-    if (d.flags & JS_PROP_GETSET) { JS_FreeValue(env->ctx, d.value); return 0; }
-    *out = d.value;
-    return 1;
+    return JS_SetProperty(env->ctx, obj, atom, v) >= 0;
+}
+
+/* obj.<atom>: an own data property's value, else JS's property read (getters, prototypes) */
+static inline JSValue js_get(Env* env, JSValueConst obj, JSAtom atom, int site) {
+    JSValue* p = puf_own_data(obj, atom, &env->hc->guess[site], 0);
+    return p != NULL ? JS_DupValue(env->ctx, *p) : JS_GetProperty(env->ctx, obj, atom);
+}
+
+/* an own data property of a plain object, read without side effects: its value (borrowed from
+ * obj), or NULL */
+static inline JSValue* js_peek(Env* env, JSValueConst obj, JSAtom atom, int site) {
+    return puf_own_data(obj, atom, &env->hc->guess[site], 0);
 }
 
 /* getGameState()'s result into env->out, as the prelude's state(s); 1 = ok (s is consumed) */
@@ -777,16 +792,16 @@ static int js_read_state(Env* env, JSValue s) {
     JsHost* h = env->hc;
     JSContext* ctx = env->ctx;
     if (JS_GetClassID(s) == h->plain) {
-        JSValue sc = JS_UNDEFINED, lv = JS_UNDEFINED, gs = JS_UNDEFINED;
+        JSValue *sc, *lv, *gs;
         double score = 0, lives = 0;
         int code = -1;
-        if (js_peek(env, s, h->at_score, &sc) && JS_IsNumber(sc) && js_peek(env, s, h->at_lives, &lv) &&
-            JS_IsNumber(lv) && js_peek(env, s, h->at_gameState, &gs) && JS_IsString(gs)) {
-            JS_ToFloat64(ctx, &score, sc);
-            JS_ToFloat64(ctx, &lives, lv);
-            if (score - score == 0) code = js_state_code(env, gs);
+        if ((sc = js_peek(env, s, h->at_score, JS_G_SCORE)) != NULL && JS_IsNumber(*sc) &&
+            (lv = js_peek(env, s, h->at_lives, JS_G_LIVES)) != NULL && JS_IsNumber(*lv) &&
+            (gs = js_peek(env, s, h->at_gameState, JS_G_GAMESTATE)) != NULL && JS_IsString(*gs)) {
+            JS_ToFloat64(ctx, &score, *sc);
+            JS_ToFloat64(ctx, &lives, *lv);
+            if (score - score == 0) code = js_state_code(env, *gs);
         }
-        JS_FreeValue(ctx, sc); JS_FreeValue(ctx, lv); JS_FreeValue(ctx, gs);
         if (code >= 0) {
             /* held until the next frame's: its shape (and the engine's shape for its last field)
              * then still exists for the next object literal, instead of being freed and rebuilt */
@@ -805,14 +820,14 @@ static int js_read_state(Env* env, JSValue s) {
     return 1;
 }
 
-static int js_set_global(Env* env, JSAtom atom, JSValue v) {
-    return JS_SetProperty(env->ctx, env->hc->global, atom, v) >= 0;
+static inline int js_set_global(Env* env, JSAtom atom, int site, JSValue v) {
+    return js_put(env, env->hc->global, atom, site, v);
 }
 
 /* a global function, or the prelude's need(name) error */
-static JSValue js_global_fn(Env* env, JSAtom atom, const char* name) {
+static JSValue js_global_fn(Env* env, JSAtom atom, int site, const char* name) {
     JSContext* ctx = env->ctx;
-    JSValue f = JS_GetProperty(ctx, env->hc->global, atom);
+    JSValue f = js_get(env, env->hc->global, atom, site);
     if (JS_IsException(f) || JS_IsFunction(ctx, f)) return f;
     JS_FreeValue(ctx, f);
     JSValue n = JS_NewString(ctx, name);
@@ -832,14 +847,14 @@ static int js_frame(Env* env, int action, int press, const char* during) {
     h->down[0] = h->down[1] = h->down[2] = h->down[3] = 0;
     for (int i = 0; i < k->nheld; i++) h->down[k->held[i] >> 6] |= 1ull << (k->held[i] & 63);
     for (int i = 0; i < npressed; i++) h->down[k->pressed[i] >> 6] |= 1ull << (k->pressed[i] & 63);
-    if (!js_set_global(env, h->at_keyIsPressed, JS_NewBool(ctx, k->nheld + npressed > 0))) goto fail;
-    JSValue on_press = JS_GetProperty(ctx, h->global, h->at_keyPressed);
+    if (!js_set_global(env, h->at_keyIsPressed, JS_G_KEYISPRESSED, JS_NewBool(ctx, k->nheld + npressed > 0))) goto fail;
+    JSValue on_press = js_get(env, h->global, h->at_keyPressed, JS_G_KEYPRESSED);
     if (JS_IsException(on_press)) goto fail;
     int call = JS_IsFunction(ctx, on_press);
     for (int i = 0; i < npressed; i++) {
         JSValue name = js_key_name(env, k->pressed[i]);
-        if (JS_IsException(name) || !js_set_global(env, h->at_keyCode, JS_NewInt32(ctx, k->pressed[i])) ||
-            !js_set_global(env, h->at_key, name)) { JS_FreeValue(ctx, on_press); goto fail; }
+        if (JS_IsException(name) || !js_set_global(env, h->at_keyCode, JS_G_KEYCODE, JS_NewInt32(ctx, k->pressed[i])) ||
+            !js_set_global(env, h->at_key, JS_G_KEY, name)) { JS_FreeValue(ctx, on_press); goto fail; }
         if (call) {
             JSValue r = JS_Call(ctx, on_press, JS_UNDEFINED, 0, NULL);
             if (JS_IsException(r)) { JS_FreeValue(ctx, on_press); goto fail; }
@@ -848,8 +863,8 @@ static int js_frame(Env* env, int action, int press, const char* during) {
     }
     JS_FreeValue(ctx, on_press);
     if (npressed == 0 && k->nheld > 0) { /* G.keyCode = last held; G.key = keyName(G.keyCode) */
-        if (!js_set_global(env, h->at_keyCode, JS_NewInt32(ctx, k->held[k->nheld - 1]))) goto fail;
-        JSValue kc = JS_GetProperty(ctx, h->global, h->at_keyCode);
+        if (!js_set_global(env, h->at_keyCode, JS_G_KEYCODE, JS_NewInt32(ctx, k->held[k->nheld - 1]))) goto fail;
+        JSValue kc = js_get(env, h->global, h->at_keyCode, JS_G_KEYCODE_READ);
         if (JS_IsException(kc)) goto fail;
         JSValue name;
         if (JS_VALUE_GET_TAG(kc) == JS_TAG_INT && JS_VALUE_GET_INT(kc) > 0 && JS_VALUE_GET_INT(kc) < 256) {
@@ -858,16 +873,16 @@ static int js_frame(Env* env, int action, int press, const char* during) {
             name = JS_Call(ctx, h->fn_keyname, JS_UNDEFINED, 1, (JSValueConst*)&kc);
         }
         JS_FreeValue(ctx, kc);
-        if (JS_IsException(name) || !js_set_global(env, h->at_key, name)) goto fail;
+        if (JS_IsException(name) || !js_set_global(env, h->at_key, JS_G_KEY, name)) goto fail;
     }
     /* frame(): G.frameCount += 1 */
-    JSValue fc = JS_GetProperty(ctx, h->global, h->at_frameCount);
+    JSValue fc = js_get(env, h->global, h->at_frameCount, JS_G_FRAMECOUNT);
     if (JS_VALUE_GET_TAG(fc) == JS_TAG_INT && JS_VALUE_GET_INT(fc) < INT32_MAX) {
-        if (!js_set_global(env, h->at_frameCount, JS_NewInt32(ctx, JS_VALUE_GET_INT(fc) + 1))) goto fail;
+        if (!js_set_global(env, h->at_frameCount, JS_G_FRAMECOUNT_PUT, JS_NewInt32(ctx, JS_VALUE_GET_INT(fc) + 1))) goto fail;
     } else if (JS_IsNumber(fc)) {
         double d;
         JS_ToFloat64(ctx, &d, fc);
-        if (!js_set_global(env, h->at_frameCount, JS_NewFloat64(ctx, d + 1))) goto fail;
+        if (!js_set_global(env, h->at_frameCount, JS_G_FRAMECOUNT_PUT, JS_NewFloat64(ctx, d + 1))) goto fail;
     } else {
         if (JS_IsException(fc)) goto fail;
         JS_FreeValue(ctx, fc);
@@ -876,15 +891,15 @@ static int js_frame(Env* env, int action, int press, const char* during) {
         JS_FreeValue(ctx, r);
     }
     memcpy(env->p5->s + P5_M, env->p5->s + P5_BASE, 6 * sizeof(double)); /* main.resetMatrix() */
-    if (JS_SetProperty(ctx, h->main, h->at_shape, JS_NULL) < 0) goto fail;
-    JSValue draw = js_global_fn(env, h->at_draw, "draw");
+    if (!js_put(env, h->main, h->at_shape, JS_G_SHAPE, JS_NULL)) goto fail;
+    JSValue draw = js_global_fn(env, h->at_draw, JS_G_DRAW, "draw");
     if (JS_IsException(draw)) goto fail;
     JSValue r = JS_Call(ctx, draw, JS_UNDEFINED, 0, NULL);
     JS_FreeValue(ctx, draw);
     if (JS_IsException(r)) goto fail;
     JS_FreeValue(ctx, r);
     /* readState() */
-    JSValue get = js_global_fn(env, h->at_getGameState, "getGameState");
+    JSValue get = js_global_fn(env, h->at_getGameState, JS_G_GETGAMESTATE, "getGameState");
     if (JS_IsException(get)) goto fail;
     JSValue s = JS_Call(ctx, get, JS_UNDEFINED, 0, NULL);
     JS_FreeValue(ctx, get);
