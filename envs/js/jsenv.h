@@ -17,8 +17,14 @@
  * Threads: a QuickJS runtime may run on one thread at a time, and it measures its stack from
  * the thread that last declared itself (JS_UpdateStackTop), so every entry into an env's runtime
  * calls JS_UpdateStackTop first: the vecenv may step an env on a different thread from one call
- * to the next (another thread count, another env buffer). Envs share nothing, so the vecenv's
- * threads step them in parallel.
+ * to the next (another thread count, another env buffer). Envs share no state, so the vecenv's
+ * threads step them in parallel; what is common to them holds no results: the engine's table of
+ * guessed property indexes (hints, checked before use) and the region their heaps' pages come
+ * from (jsheap.h, locked when an env takes a slice).
+ *
+ * A step (puf_step): the frames run the host contract in C (js_frame, below), drawing straight
+ * into the observation row (js_picture_follow); the prelude's JS contract is kept for reset, for
+ * native_p5 = 0 and for the browser page, and tests/test_js_host.py checks that the two agree.
  *
  * Limits: each runtime has a memory limit ([js] memory_mb) and an interrupt handler that stops a
  * call into the game after [js] step_mops million JS operations (counted, not timed, so the limit
