@@ -683,7 +683,7 @@ struct JsHost {
     JSValue key_name[JS_MAX_NAMES];
 };
 
-/* "0 | 37 | p32 | 37 p32": envs/vec/jsvec.py checked and normalised it, the prelude's parseActions()
+/* "0 | 37 | p32 | 37 p32": envs/js/env.py checked and normalised it, the prelude's parseActions()
  * reads the same text; 1 = ok */
 static int js_parse_actions(JsHost* h, const char* text) {
     int a = 0;
