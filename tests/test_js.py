@@ -430,7 +430,7 @@ def _js_number(x):
 
 def test_engine_edits_keep_the_semantics(tmp_path):
     # envs/js/engine_patches.py: comparisons with a double compared inline, property and global
-    # lookups by a checked guess. The same bytecode sites see ints, doubles, NaN, -0, non-numbers,
+    # lookups by a checked guess, string equality by identity and atoms, object literal fields. The same bytecode sites see ints, doubles, NaN, -0, non-numbers,
     # objects of other shapes, prototypes, getters, setters, frozen and deleted properties, Proxy,
     # global lets and global properties; each result is what the language defines (the numbers'
     # expected results from Python's IEEE comparisons)
@@ -496,6 +496,28 @@ def test_engine_edits_keep_the_semantics(tmp_path):
       let tdz = false; try {{ (0, eval)("tdzRead(); let later = 1; function tdzRead() {{ return later; }}"); }}
       catch (e) {{ tdz = e instanceof ReferenceError; }}
       check(tdz, true);
+      // string equality: literals (atoms), the same string, strings built at run time, ropes
+      const eq = (a, b) => a === b, ne = (a, b) => a !== b;
+      const built = ["PLAY", "ING"].join(""), rope = "x".repeat(40) + "y".repeat(40);
+      check(eq("PLAYING", "PLAYING"), true); check(eq("PLAYING", "GAMEOVER"), false);
+      check(eq(built, "PLAYING"), true); check(eq("PLAYING", built), true); check(ne(built, "PLAYIN"), true);
+      check(eq(typeof gname, "string"), true); check(eq(typeof nope, "undefined"), true);
+      check(eq(rope, "x".repeat(40) + "y".repeat(40)), true); check(eq(rope, rope.slice(1)), false);
+      check(eq("", ""), true); check(eq("a", "a".concat("")), true); check(eq("\u00e9", "e\u0301"), false);
+      // object literal fields: new, repeated, computed, numeric, on a null prototype; class fields
+      // on an instance made non-extensible or given an accessor by its base class
+      const dup = {{ a: 1, a: 2 }}, num = {{ 0: "zero", 1.5: "x" }}, bare = {{ __proto__: null, f: 3 }};
+      check(dup.a, 2); check(Object.keys(dup).length, 1); check(num[0], "zero"); check(num["1.5"], "x");
+      check(Object.getPrototypeOf(bare), null); check(bare.f, 3);
+      class Field {{ x = 1; y = this.x + 1; }}
+      const fobj = new Field(); check(fobj.y, 2); check(Object.getOwnPropertyDescriptor(fobj, "x").writable, true);
+      class Sealed {{ constructor() {{ Object.preventExtensions(this); }} }}
+      class Late extends Sealed {{ z = 1; }}
+      let sealedThrew = false; try {{ new Late(); }} catch (e) {{ sealedThrew = e instanceof TypeError; }}
+      check(sealedThrew, true);
+      class Getter {{ constructor() {{ Object.defineProperty(this, "w", {{ get: () => 5, configurable: true }}); }} }}
+      class Over extends Getter {{ w = 6; }}
+      check(new Over().w, 6);
     }}
     function draw() {{}}
     function getGameState() {{ return {{ score: failed, lives: checks }}; }}
@@ -503,7 +525,7 @@ def test_engine_edits_keep_the_semantics(tmp_path):
     env = envs.make(game(tmp_path, src), 1, num_threads=1)
     env.reset()
     failed, checks = env.game_state()[:2]
-    assert checks == len(nums) ** 2 * len(ops) + 12 + 36 + 15 + 4 + 5 and failed == 0
+    assert checks == len(nums) ** 2 * len(ops) + 12 + 36 + 15 + 4 + 5 + 12 + 10 and failed == 0
 
 
 def test_engine_edits_must_find_their_text():

@@ -3,7 +3,7 @@
     python tools/bench_env.py --env platformer [--agents 1024] [--seconds 2]
     python tools/bench_env.py --env envs/ocean/catcher/catcher.js     # a JS game, with the split
     python tools/bench_env.py --shm [--env platformer] [--rounds 3]   # envs in other processes
-    python tools/bench_env.py --ale breakout.js=BreakoutNoFrameskip-v4 [more.js=...] [--js other.js]
+    python tools/bench_env.py --ale breakout.js=BreakoutNoFrameskip-v4 [more.js=...] [--js other.js] [--against DIR]
 
 --shm measures, side by side in one run: the env in-process vs isolated in server processes
 (`isolate = 1`, the shared-memory protocol) at the same agent count, alternating rounds so that
@@ -24,15 +24,22 @@ rasterizing (the C primitives); with a frameskip (the game's ini) a step is that
 the line gives frames/s too.
 
 --ale measures JS games side by side with their Arcade Learning Environment originals, with
-PlayTrain's protocol: one env, one thread, 64x64x3 pictures, frameskip 1, random actions (drawn
-before each trial, for both, so that the timing is the envs' steps), resets included, 200 warm-up
-steps then 1,500 frames timed by CPU time, the median of 7 trials (the JS game's and the ALE
-game's trials alternate, so both see the same load). ALE runs through ale-py
-and gymnasium (`pip install ale-py gymnasium`: a benchmark-only extra) at its own 210x160x3. It
-prints steps/s per core of each, the ratio and the geometric mean of the ratios; then a
-per-primitive cost table (ns per call with the C p5 layer and with the prelude's JS alone,
-`native_p5 = 0`); per game the share of a step spent in game logic, in p5 calls and in
-rasterizing; and env-only steps/s at 1 and 2 threads. --js adds JS games without an ALE pair.
+PlayTrain's protocol (64x64x3 pictures, frameskip 1, random actions drawn before each trial, for
+both, so that the timing is the envs' steps, resets included, steps per CPU second, the median of
+7 trials), on both paths a game runs on: one env (200 warm-up steps, then 1,500 frames, an action
+and a step() from Python each: PlayTrain's single-core figure) and the training path (64 envs on
+one thread stepped in C by the vecenv, as `--env GAME --agents 64` does: what a training run
+gets per core). Every trial of a game alternates between its columns, so all see the same load.
+ALE runs through ale-py and gymnasium (`pip install ale-py gymnasium`: a benchmark-only extra)
+at its own 210x160x3. It prints a table (steps per CPU second of both paths, their ratio, ALE's
+and the ratios to it; the geometric mean of the ratios), then a per-primitive cost table (ns per
+call with the C p5 layer and with the prelude's JS alone, `native_p5 = 0`); per game the share of
+a step spent in game logic, in p5 calls and in rasterizing; and env-only steps/s of 256 envs (a
+JS game's default.ini) at 1 and 2 threads, OpenMP's threads waiting passively as trainer.run has
+them. --js adds JS games without an ALE pair; --against CHECKOUT adds columns measured
+with the envs of another checkout (a `git worktree` of an earlier commit, say), each trial
+alternating with this one's: a before/after table from one command. The games are stepped in a
+child process per checkout that uses only `envs.make`.
 """
 
 import argparse
@@ -182,6 +189,154 @@ def _ale_id(spec):
     return path, ale
 
 
+# The JS games of the table are stepped in a child process per checkout (this one, and with
+# --against another, e.g. a checkout of an earlier commit), which uses nothing but envs.make, so
+# that two versions of the envs run side by side, their trials alternating. It answers one JSON
+# line per request; the game's output goes to stderr.
+MEASURER = r"""
+import json, sys, time
+import numpy as np
+reply, sys.stdout = sys.stdout, sys.stderr
+import envs
+made = {}
+for line in sys.stdin:
+    q = json.loads(line)
+    try:
+        if q["op"] == "open":
+            env = envs.make(q["path"], q["agents"], num_threads=1, seed=0, config=q["config"], check_actions=False)
+            env.reset()
+            made[q["id"]] = env
+            out = {"ok": True}
+        else:
+            env = made[q["id"]]
+            rng = np.random.default_rng(q["seed"])
+            n = env.act_sizes[0]
+            if env.num_agents == 1:  # one env: an action and a step() from Python per frame
+                acts = rng.integers(n, size=q["steps"]).tolist()
+                t = time.process_time()
+                for a in acts:
+                    env.actions[0, 0] = a
+                    env.step()
+            else:  # the training path: all envs stepped in C, random actions from a pool
+                pool = [rng.integers(0, n, size=env.actions.shape).astype(np.float32) for _ in range(16)]
+                t = time.process_time()
+                for i in range(q["steps"]):
+                    env.actions[:] = pool[i % 16]
+                    env.step()
+            out = {"rate": q["steps"] * env.num_agents / (time.process_time() - t)}
+    except Exception as e:
+        out = {"error": f"{type(e).__name__}: {e}"}
+    reply.write(json.dumps(out) + "\n")
+    reply.flush()
+"""
+
+
+class _Measurer:
+    """A child process that steps JS games with the envs of the checkout at `root`."""
+
+    def __init__(self, root):
+        import subprocess
+        env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        self.root = root
+        self.proc = subprocess.Popen([sys.executable, "-c", MEASURER], cwd=str(root), env=env, text=True,
+                                     encoding="utf-8", stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.count = 0
+
+    def ask(self, **q):
+        import json
+        self.proc.stdin.write(json.dumps(q) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit(f"the measuring process for {self.root} ended (its output is above)")
+        out = json.loads(line)
+        if "error" in out:
+            raise SystemExit(f"{self.root}: {q.get('path', '')}: {out['error']}")
+        return out
+
+    def open(self, path, agents):
+        self.count += 1
+        self.ask(op="open", id=self.count, path=str(path), agents=agents, config=PROTOCOL)
+        return self.count
+
+    def trial(self, handle, steps, seed):
+        return self.ask(op="trial", id=handle, steps=steps, seed=seed)["rate"]
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def _alternate(runs, trials):
+    """Median of each run (a function of the trial's index returning a rate), trials alternating
+    between the runs and reversing their order every other trial."""
+    rates = [[] for _ in runs]
+    for t in range(trials):
+        order = list(range(len(runs)))
+        if t % 2:
+            order.reverse()
+        for i in order:
+            rates[i].append(runs[i](t))
+    return [float(np.median(r)) for r in rates]
+
+
+def both_paths(games, args, roots):
+    """Per game and checkout: (one env, training path) steps per CPU second, and ALE's where the
+    game has a pair; all trials alternate."""
+    measurers = [_Measurer(r) for r in roots]
+    table = []
+    try:
+        for path, ale_id in games:
+            runs = []
+            for m in measurers:
+                one, train = m.open(path, 1), m.open(path, args.agents)
+                m.trial(one, args.warmup, 0)
+                m.trial(train, 20, 0)
+                runs.append(lambda t, m=m, h=one: m.trial(h, args.frames, 1000 + t))
+                runs.append(lambda t, m=m, h=train: m.trial(h, args.train_steps, 1000 + t))
+            ale = None
+            if ale_id:
+                ale = _AleRunner(ale_id)
+                ale.run(_actions(ale, args.warmup))
+                runs.append(lambda t: _cpu_rate(ale, args.frames))
+            try:
+                rates = _alternate(runs, args.trials)
+            finally:
+                if ale is not None:
+                    ale.close()
+            per_root = [rates[2 * i:2 * i + 2] for i in range(len(measurers))]
+            table.append((path, ale_id, per_root, rates[-1] if ale_id else None))
+    finally:
+        for m in measurers:
+            m.close()
+    return table
+
+
+def print_both_paths(table, args, roots):
+    cols = ["one env", f"training path ({args.agents} envs, one thread)", "training / one env"]
+    head = ["game", *cols]
+    if len(roots) > 1:
+        head += [f"before: {c}" for c in cols[:2]]
+    head += ["ALE", "vs ALE: one env, training path"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    ratios = []
+    for path, ale_id, per_root, ale in table:
+        (one, train), rest = per_root[0], per_root[1:]
+        row = [Path(path).name, f"{one:,.0f}", f"{train:,.0f}", f"{train / one:.2f}x"]
+        for b_one, b_train in rest:
+            row += [f"{b_one:,.0f}", f"{b_train:,.0f}"]
+        if ale:
+            ratios.append((one / ale, train / ale))
+            row += [f"{ale:,.0f} ({ale_id})", f"{one / ale:.2f}x, {train / ale:.2f}x"]
+        else:
+            row += ["", ""]
+        print("| " + " | ".join(row) + " |")
+    if ratios:
+        g = np.exp(np.mean(np.log(np.array(ratios)), axis=0))
+        print(f"geometric mean over {len(ratios)} ALE pair(s): one env {g[0]:.2f}x ALE, training path {g[1]:.2f}x ALE")
+
+
 # Per-primitive costs: a game whose draw() makes one call K times a frame, minus the same game
 # with an empty loop; `setup` runs once a frame before the loop.
 PRIMITIVES = [
@@ -263,7 +418,7 @@ def step_split(path, frames=1500, trials=7):
     return total, logic, max(no_pixels - logic, 0.0), max(total - no_pixels, 0.0)
 
 
-def threads_rates(path, agents=16, seconds=1.0):
+def threads_rates(path, agents=256, seconds=1.0):
     """[(steps/s by wall time, steps per CPU second, threads, kind)] at 1 and 2 threads: the
     second stays the first's when the threads share nothing (no lock, no false sharing)."""
     out = []
@@ -276,28 +431,23 @@ def threads_rates(path, agents=16, seconds=1.0):
 
 def ale_benchmarks(args):
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # idle OpenMP threads do not spin on the CPU clock
-    pairs = [_ale_id(s) for s in args.ale]
+    pairs = [_ale_id(s) for s in args.ale or []]
     # a name (catcher) is its game file, which the per-game split reads and rewrites
     args.js = [p if Path(p).is_file() else str(envs.resolve(p).path) for p in args.js or []]
-    print(f"protocol: one env, one thread, 64x64x3 (ALE: 210x160x3), frameskip 1, random actions drawn before "
-          f"each trial, resets included, {args.warmup} warm-up steps, then {args.frames} frames timed by CPU "
-          f"time, median of {args.trials} trials")
-    ratios = []
-    for path, ale_id in pairs:
-        js, ale = _JsRunner(path), _AleRunner(ale_id)
-        try:
-            js_rate, ale_rate = _side_by_side([js, ale], args.warmup, args.frames, args.trials)
-        finally:
-            js.close()
-            ale.close()
-        ratios.append(js_rate / ale_rate)
-        print(f"{Path(path).name}: {js_rate:,.0f} steps/s per core; ALE {ale_id}: {ale_rate:,.0f} steps/s per core; "
-              f"ratio {js_rate / ale_rate:.2f}x ALE")
-    if ratios:
-        print(f"geometric mean over {len(ratios)} pair(s): {float(np.exp(np.mean(np.log(ratios)))):.2f}x ALE per core")
+    pairs = [(p if Path(p).is_file() else str(envs.resolve(p).path), a) for p, a in pairs]
+    roots = [Path(__file__).resolve().parent.parent] + [Path(r).resolve() for r in args.against or []]
+    print(f"protocol: 64x64x3 (ALE: 210x160x3), frameskip 1, random actions drawn before each trial, resets "
+          f"included, steps per CPU second, median of {args.trials} trials, every trial of a game alternating "
+          f"between the columns; one env: {args.warmup} warm-up steps, then {args.frames} frames, an action and "
+          f"a step() from Python each; training path: {args.agents} envs on one thread stepped in C, "
+          f"{args.train_steps} steps of all of them")
+    if len(roots) > 1:
+        print(f"before: the envs of {', '.join(str(r) for r in roots[1:])}")
+    table = both_paths([(p, a) for p, a in pairs] + [(p, None) for p in args.js], args, roots)
+    print_both_paths(table, args, roots)
+    if args.table_only:
+        return
     games = [p for p, _ in pairs] + list(args.js or [])
-    for path in args.js or []:
-        print(f"{Path(path).name}: {_rate(path, None, args.frames, args.trials):,.0f} steps/s per core (no ALE pair)")
     print()
     primitive_table()
     print()
@@ -309,7 +459,7 @@ def ale_benchmarks(args):
     print()
     for path in games:
         (one, one_cpu, _, _), (two, two_cpu, used, kind) = threads_rates(path)
-        print(f"{Path(path).name}: env-only, 16 envs: 1 thread {one:,.0f} steps/s ({one_cpu:,.0f} per CPU second), "
+        print(f"{Path(path).name}: env-only, 256 envs: 1 thread {one:,.0f} steps/s ({one_cpu:,.0f} per CPU second), "
               f"{used} threads ({kind}) {two:,.0f} steps/s ({two_cpu:,.0f} per CPU second); wall {two / one:.2f}x, "
               f"per CPU second {two_cpu / one_cpu:.2f}x")
 
@@ -390,8 +540,16 @@ def main():
     p.add_argument("--trials", type=int, default=7, help="--ale: trials (the median is printed)")
     p.add_argument("--frames", type=int, default=1500, help="--ale: timed frames per trial")
     p.add_argument("--warmup", type=int, default=200, help="--ale: warm-up steps")
+    p.add_argument("--train-steps", type=int, default=200, help="--ale: timed steps of all envs per trial of "
+                   "the training path")
+    p.add_argument("--against", nargs="+", default=None, metavar="CHECKOUT",
+                   help="--ale: also measure the JS games with the envs of another checkout (the folder holding "
+                   "its envs/, e.g. a `git worktree` of an earlier commit), every trial alternating with this one's")
+    p.add_argument("--table-only", action="store_true", help="--ale: the table alone (not the per-call costs, "
+                   "the split of a step and the threads)")
     args = p.parse_args()
-    if args.ale:
+    if args.ale or (args.js and args.env is None):
+        args.agents = args.agents or 64
         ale_benchmarks(args)
         return
     if args.shm:

@@ -11,17 +11,25 @@ the global lookup and the value release inlined into the interpreter loop.
 - JS_FreeValue and JS_FreeValueRT, exported out-of-line functions in QuickJS-ng, are inlined
   inside the engine (one call per value the interpreter drops); the exported symbols remain.
 - Property reads and writes (obj.x, obj.f(), obj.x = v) and global names guess the property's
-  index in the object's shape: the index found last at the same bytecode position (pc, hashed
-  into a 1024-entry table in each context). A guess is used only when the shape's property at
+  index in the object's shape: the index found last at the same bytecode position (its offset in
+  its function and the function's length, hashed into one 4096-entry table that all runtimes
+  share, so 64 runtimes of a game on a core read the same few lines). A guess is used only when the shape's property at
   that index has the name looked for; a shape holds each name once, so a checked guess is exactly
   what the engine's hash lookup returns, and a wrong guess costs one comparison. Games read the
   same fields of same-shaped objects in loops (breakout.js: 2,230 lookups a frame).
+- String equality is true for one string object and false for two different atoms (interned
+  strings, unique per content in a runtime) without comparing characters: a game's
+  `state === 'PLAYING'` and `typeof x !== 'undefined'` compare literals, which are atoms.
+- A field of an object literal that is new to an ordinary extensible object is added directly
+  (what JS_DefineProperty and JS_CreateProperty do for that case); anything else takes their
+  path. With the string edit, a game that draws nothing steps 13% faster (getGameState()'s
+  object literal is most of what is left of a step's fixed cost).
 """
 
 
 def _guessed(what, site):
     """An interpreter site (found by its own lines) whose property lookup tries the guess first."""
-    return what, site, site.replace("find_own_property(&pr, ", "puf_find_own_property_ic(ctx, pc, &pr, ")
+    return what, site, site.replace("find_own_property(&pr, ", "puf_find_own_property_ic(PUF_IC_SLOT(b, pc), &pr, ")
 
 
 PATCHES = (
@@ -78,28 +86,28 @@ static inline __attribute__((always_inline)) void js_free_value_inline(JSRuntime
     ('the exported JS_FreeValue keeps its name',
      'void JS_FreeValue(JSContext *ctx, JSValue v)\n{',
      'void (JS_FreeValue)(JSContext *ctx, JSValue v)\n{'),
-    ('a per-context table of guessed property indexes',
-     """\
-    int interrupt_counter;
-""",
-     """\
-    int interrupt_counter;
-    uint32_t puf_ic[1024]; /* puffgpu: puf_find_own_property_ic's guesses */
-"""),
     ('puf_find_own_property_ic',
      """\
 /* Release a counted reference an open var_ref held on the coroutine
 """,
      """\
-/* puffgpu: find_own_property with a guess, the index found last at this bytecode position (pc,
-   hashed into ctx->puf_ic). The guess is used only when the shape's property at that index has
-   this atom: a shape holds each atom once, so a checked guess is what find_own_property returns. */
-static inline JSShapeProperty *puf_find_own_property_ic(JSContext *ctx, const uint8_t *pc,
-                                                        JSProperty **ppr, JSObject *p, JSAtom atom)
+/* puffgpu: find_own_property with a guess, the index found last at this bytecode position. The
+   guess is used only when the shape's property at that index has this atom: a shape holds each
+   atom once, so a checked guess is what find_own_property returns. One table for the process,
+   indexed by the position within its function and the function's length, so that every runtime
+   running the same game shares the same few hot lines instead of a table of its own (with 64
+   runtimes on a core, per-runtime tables were 16% of a step's cache misses). It holds hints
+   only: runtimes on other threads read and write it (relaxed, whole 16-bit entries), and a
+   stale or foreign entry costs one comparison. */
+#define PUF_IC_SIZE 4096
+static uint16_t puf_ic[PUF_IC_SIZE];
+#define PUF_IC_SLOT(b, pc) (&puf_ic[((uint32_t)((pc) - (b)->byte_code_buf) * 0x9E3779B1u + \
+                                     (uint32_t)(b)->byte_code_len * 0x85EBCA6Bu) >> 20])
+static inline JSShapeProperty *puf_find_own_property_ic(uint16_t *slot, JSProperty **ppr,
+                                                        JSObject *p, JSAtom atom)
 {
     JSShape *sh = p->shape;
-    uint32_t *slot = &ctx->puf_ic[(uintptr_t)pc & 1023];
-    uint32_t i = *slot;
+    uint32_t i = __atomic_load_n(slot, __ATOMIC_RELAXED);
     JSShapeProperty *pr;
     if (likely(i < (uint32_t)sh->prop_count)) {
         pr = &get_shape_prop(sh)[i];
@@ -109,9 +117,27 @@ static inline JSShapeProperty *puf_find_own_property_ic(JSContext *ctx, const ui
         }
     }
     pr = find_own_property(ppr, p, atom);
-    if (pr)
-        *slot = (uint32_t)(pr - get_shape_prop(sh));
+    if (pr && pr - get_shape_prop(sh) < 0xffff)
+        __atomic_store_n(slot, (uint16_t)(pr - get_shape_prop(sh)), __ATOMIC_RELAXED);
     return pr;
+}
+
+/* puffgpu, for the env's C host (envs/js/jsenv.h): the value of obj's own data property atom,
+   found with the guess *slot; when write, only if it is writable. NULL for anything else (no such
+   own property, an accessor, a property the engine keeps specially), where the caller takes the
+   engine's general path. Reading the value or replacing it through the pointer is what the
+   engine's own fast paths do for such a property. */
+JSValue *puf_own_data(JSValueConst obj, JSAtom atom, uint16_t *slot, int write)
+{
+    JSShapeProperty *prs;
+    JSProperty *pr;
+    int mask = write ? JS_PROP_TMASK | JS_PROP_WRITABLE | JS_PROP_LENGTH : JS_PROP_TMASK;
+    if (JS_VALUE_GET_TAG(obj) != JS_TAG_OBJECT)
+        return NULL;
+    prs = puf_find_own_property_ic(slot, &pr, JS_VALUE_GET_OBJ(obj), atom);
+    if (!prs || (prs->flags & mask) != (write ? JS_PROP_WRITABLE : 0))
+        return NULL;
+    return &pr->u.value;
 }
 
 /* Release a counted reference an open var_ref held on the coroutine
@@ -142,16 +168,16 @@ static inline JSShapeProperty *puf_find_own_property_ic(JSContext *ctx, const ui
      """\
 /* puffgpu: JS_GetGlobalVar with puf_find_own_property_ic's guesses for its two fast lookups */
 static inline __attribute__((always_inline))
-JSValue puf_get_global_var(JSContext *ctx, const uint8_t *pc, JSAtom prop, bool throw_ref_error)
+JSValue puf_get_global_var(JSContext *ctx, uint16_t *slot, JSAtom prop, bool throw_ref_error)
 {
     JSShapeProperty *prs;
     JSProperty *pr;
-    prs = puf_find_own_property_ic(ctx, pc, &pr, JS_VALUE_GET_OBJ(ctx->global_var_obj), prop);
+    prs = puf_find_own_property_ic(slot, &pr, JS_VALUE_GET_OBJ(ctx->global_var_obj), prop);
     if (prs) {
         if (likely(!JS_IsUninitialized(pr->u.value)))
             return js_dup(pr->u.value);
     } else {
-        prs = puf_find_own_property_ic(ctx, pc, &pr, JS_VALUE_GET_OBJ(ctx->global_obj), prop);
+        prs = puf_find_own_property_ic(slot, &pr, JS_VALUE_GET_OBJ(ctx->global_obj), prop);
         if (prs && likely((prs->flags & JS_PROP_TMASK) == 0))
             return js_dup(pr->u.value);
     }
@@ -160,11 +186,52 @@ JSValue puf_get_global_var(JSContext *ctx, const uint8_t *pc, JSAtom prop, bool 
 
 /* construct a reference to a global variable */
 """),
+    ('string equality: the same string, or two different atoms',
+     """\
+static bool js_string_eq(JSString *p1, JSString *p2) {
+    if (p1->len != p2->len)
+""",
+     """\
+static bool js_string_eq(JSString *p1, JSString *p2) {
+    /* puffgpu: a string equals itself; two different atoms (interned strings: one per content
+       in a runtime) differ */
+    if (p1 == p2)
+        return true;
+    if (p1->atom_type == JS_ATOM_TYPE_STRING && p2->atom_type == JS_ATOM_TYPE_STRING)
+        return false;
+    if (p1->len != p2->len)
+"""),
+    ('OP_define_field: a new field of an ordinary object added directly',
+     """\
+                ret = JS_DefinePropertyValue(ctx, sp[-2], atom, sp[-1],
+                                             JS_PROP_C_W_E | JS_PROP_THROW);
+                sp--;
+""",
+     """\
+                /* puffgpu: a field new to an ordinary extensible object (an object literal's):
+                   what JS_DefineProperty and JS_CreateProperty do for it, without their tests */
+                if (JS_VALUE_GET_TAG(sp[-2]) == JS_TAG_OBJECT) {
+                    JSObject *p = JS_VALUE_GET_OBJ(sp[-2]);
+                    JSProperty *pr;
+                    if (p->class_id == JS_CLASS_OBJECT && !p->is_exotic && p->extensible &&
+                        !find_own_property(&pr, p, atom)) {
+                        pr = add_property(ctx, p, atom, JS_PROP_C_W_E);
+                        if (unlikely(!pr))
+                            goto exception;
+                        pr->u.value = sp[-1];
+                        sp--;
+                        BREAK;
+                    }
+                }
+                ret = JS_DefinePropertyValue(ctx, sp[-2], atom, sp[-1],
+                                             JS_PROP_C_W_E | JS_PROP_THROW);
+                sp--;
+"""),
     ('OP_get_var with guesses',
      """\
                 val = JS_GetGlobalVar(ctx, atom, opcode - OP_get_var_undef);
 """,
      """\
-                val = puf_get_global_var(ctx, pc, atom, opcode - OP_get_var_undef);
+                val = puf_get_global_var(ctx, PUF_IC_SLOT(b, pc), atom, opcode - OP_get_var_undef);
 """),
 )

@@ -17,8 +17,14 @@
  * Threads: a QuickJS runtime may run on one thread at a time, and it measures its stack from
  * the thread that last declared itself (JS_UpdateStackTop), so every entry into an env's runtime
  * calls JS_UpdateStackTop first: the vecenv may step an env on a different thread from one call
- * to the next (another thread count, another env buffer). Envs share nothing, so the vecenv's
- * threads step them in parallel.
+ * to the next (another thread count, another env buffer). Envs share no state, so the vecenv's
+ * threads step them in parallel; what is common to them holds no results: the engine's table of
+ * guessed property indexes (hints, checked before use) and the region their heaps' pages come
+ * from (jsheap.h, locked when an env takes a slice).
+ *
+ * A step (puf_step): the frames run the host contract in C (js_frame, below), drawing straight
+ * into the observation row (js_picture_follow); the prelude's JS contract is kept for reset, for
+ * native_p5 = 0 and for the browser page, and tests/test_js_host.py checks that the two agree.
  *
  * Limits: each runtime has a memory limit ([js] memory_mb) and an interrupt handler that stops a
  * call into the game after [js] step_mops million JS operations (counted, not timed, so the limit
@@ -51,6 +57,9 @@
 typedef unsigned char obs_t;
 #include "pufferenv.h"
 #include "quickjs.h"
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #define OBS_SIZE (JS_PICTURE_WIDTH * JS_PICTURE_HEIGHT * JS_PICTURE_CHANNELS)
 #define NUM_ATNS 1
@@ -74,7 +83,10 @@ struct Log {
     float n;
 };
 
+#include "jsheap.h"
+
 typedef struct JsP5 JsP5; /* envs/js/p5native.h */
+typedef struct JsHost JsHost; /* below, js_frame */
 
 typedef struct JsCanvas {
     unsigned char* px; /* [h][w][ch] */
@@ -88,24 +100,28 @@ struct Env {
     unsigned int rng;
     int tag;
     int boundary_reached;
+    /* what a step reads, together at the front (with many envs on a core each line here is a miss) */
     JSRuntime* rt;
     JSContext* ctx;
-    JSValue host;     /* the prelude's __puf object */
-    JSValue fn_step, fn_hold, fn_reset;
-    double fbuf[JS_FBUF];
+    JsP5* p5;
+    JsHost* hc;       /* the host contract in C (js_frame), with native_p5; NULL: the prelude's step() */
+    JsHeap* heap;     /* where the runtime's pages come from (jsheap.h) */
     double out[4];    /* score, lives, state code (0 playing, 1 WIN, 2 GAMEOVER, 3 EXIT) */
-    double final_out[4];           /* out at the last episode's end */
-    unsigned char* final_frame;    /* canvas 0 at the last episode's end (replays compare it) */
-    JsCanvas canvas[JS_MAX_CANVASES];
-    int num_canvases, target;
+    double last_score, episode_return;
     long ops_left, ops_budget;
-    size_t memory_limit;
     int max_steps, steps, failed;
     int frameskip;    /* frames per step: the first with the action's presses, the rest held keys only */
     int rasterize;    /* 0: the primitives draw nothing (tools/bench_env.py times the game alone) */
     int native_p5;    /* 1: the frequent p5 calls in C (p5native.h); 0: the prelude's JS for all */
-    JsP5* p5;
-    double last_score, episode_return;
+    int num_canvases, target;
+    JsCanvas canvas[JS_MAX_CANVASES];
+    double fbuf[JS_FBUF];
+    JSValue host;     /* the prelude's __puf object */
+    JSValue fn_step, fn_hold, fn_reset;
+    double final_out[4];           /* out at the last episode's end */
+    unsigned char* final_frame;    /* canvas 0 at the last episode's end (replays compare it) */
+    unsigned char* own_px;         /* the picture's memory until an RGB observation row is bound */
+    size_t memory_limit;
     char game[1024];
     char err[JS_ERR];
 };
@@ -200,13 +216,30 @@ static inline void js_blend(JsCanvas* c, int x, int y, int r, int g, int b, int 
     if (c->ch == 4) p[3] = (unsigned char)(a + (p[3] * k + 127) / 255);
 }
 
+/* n RGB pixels of one color: 8 pixels (24 bytes) at a time in three 8-byte stores */
+typedef struct JsRgb { uint64_t w[3]; unsigned char c[3]; } JsRgb;
+static inline JsRgb js_rgb(int r, int g, int b) {
+    JsRgb k;
+    unsigned char pat[24];
+    for (int i = 0; i < 8; i++) { pat[3 * i] = (unsigned char)r; pat[3 * i + 1] = (unsigned char)g; pat[3 * i + 2] = (unsigned char)b; }
+    memcpy(k.w, pat, 24);
+    memcpy(k.c, pat, 3);
+    return k;
+}
+static inline void js_fill_rgb(unsigned char* p, int n, const JsRgb* k) {
+    for (; n >= 8; n -= 8, p += 24) { memcpy(p, &k->w[0], 8); memcpy(p + 8, &k->w[1], 8); memcpy(p + 16, &k->w[2], 8); }
+    for (; n > 0; n--, p += 3) { p[0] = k->c[0]; p[1] = k->c[1]; p[2] = k->c[2]; }
+}
+
 static inline void js_span(JsCanvas* c, int y, int x0, int x1, int r, int g, int b, int a) {
     if (y < 0 || y >= c->h) return;
     if (x0 < 0) x0 = 0;
     if (x1 > c->w) x1 = c->w;
     if (a >= 255 && c->ch == 3) { /* opaque on the picture: what js_blend writes, without its tests */
-        unsigned char* p = c->px + ((size_t)y * c->w + x0) * 3;
-        for (int x = x0; x < x1; x++, p += 3) { p[0] = (unsigned char)r; p[1] = (unsigned char)g; p[2] = (unsigned char)b; }
+        if (x0 < x1) {
+            JsRgb k = js_rgb(r, g, b);
+            js_fill_rgb(c->px + ((size_t)y * c->w + x0) * 3, x1 - x0, &k);
+        }
         return;
     }
     if (a <= 0) return;
@@ -236,6 +269,12 @@ static void p5_poly(JsCanvas* c, const double* f, int n, int r, int g, int b, in
         if (lo < 0) lo = 0;
         if (hi > c->w) hi = c->w;
         if (!(lo < hi)) return;
+        if (a >= 255 && c->ch == 3) { /* opaque on the picture: js_span's rows, the color built once */
+            JsRgb k = js_rgb(r, g, b);
+            for (int y = y0 < 0 ? 0 : y0; y <= y1 && y < c->h; y++)
+                if (y + 0.5 < ymax) js_fill_rgb(c->px + ((size_t)y * c->w + (int)lo) * 3, (int)hi - (int)lo, &k);
+            return;
+        }
         for (int y = y0; y <= y1; y++)
             if (y + 0.5 < ymax) js_span(c, y, (int)lo, (int)hi, r, g, b, a);
         return;
@@ -288,17 +327,57 @@ static void p5_ellipse(JsCanvas* c, const double* f, int r, int g, int b, int a)
     int x0 = (int)fmax(f[15], 0.0), y0 = (int)fmax(f[16], 0.0);
     int x1 = (int)fmin(f[17], (double)c->w), y1 = (int)fmin(f[18], (double)c->h);
     int inner = kui != 0 || kvi != 0;
+    /* each pixel's test, over up to 256 pixels of a row into a mask, then the row drawn; the
+     * common case tests two pixels at once (SSE2 lanes compute the same IEEE operations in the
+     * same order: the same pixels) */
+    unsigned char hit[256];
     for (int y = y0; y < y1; y++) {
-        for (int x = x0; x < x1; x++) {
-            double dx = x + 0.5 - cx, dy = y + 0.5 - cy;
-            double u = ia * dx + ib * dy, v = ic * dx + id * dy;
-            if (u * u * ku + v * v * kv > 1) continue;
-            if (inner && u * u * kui + v * v * kvi < 1) continue;
-            if (mode != 0) {
-                double cs = sx * v - sy * u, ce = u * ey - v * ex;
-                if (mode == 1 ? !(cs >= 0 && ce >= 0) : (cs < 0 && ce < 0)) continue;
+        double dy = y + 0.5 - cy, bu = ib * dy, bv = id * dy;
+        for (int xs = x0; xs < x1; xs += 256) {
+            int n = x1 - xs < 256 ? x1 - xs : 256;
+            if (!inner && mode == 0) { /* a whole ellipse: the common case */
+                int i = 0;
+#if defined(__SSE2__)
+                { /* two pixels at a time: the same operations, in the same order, per lane */
+                    __m128d xd = _mm_set_pd(xs + 1.5, xs + 0.5), two = _mm_set1_pd(2.0), one = _mm_set1_pd(1.0);
+                    __m128d vcx = _mm_set1_pd(cx), via = _mm_set1_pd(ia), vic = _mm_set1_pd(ic);
+                    __m128d vbu = _mm_set1_pd(bu), vbv = _mm_set1_pd(bv), vku = _mm_set1_pd(ku), vkv = _mm_set1_pd(kv);
+                    for (; i + 1 < n; i += 2, xd = _mm_add_pd(xd, two)) {
+                        __m128d dx = _mm_sub_pd(xd, vcx);
+                        __m128d u = _mm_add_pd(_mm_mul_pd(via, dx), vbu), v = _mm_add_pd(_mm_mul_pd(vic, dx), vbv);
+                        __m128d q = _mm_add_pd(_mm_mul_pd(_mm_mul_pd(u, u), vku), _mm_mul_pd(_mm_mul_pd(v, v), vkv));
+                        int out = _mm_movemask_pd(_mm_cmpgt_pd(q, one)); /* NaN: not > 1, inside */
+                        hit[i] = !(out & 1);
+                        hit[i + 1] = !(out & 2);
+                    }
+                }
+#endif
+                for (; i < n; i++) {
+                    double dx = (xs + i) + 0.5 - cx;
+                    double u = ia * dx + bu, v = ic * dx + bv;
+                    hit[i] = !(u * u * ku + v * v * kv > 1);
+                }
+            } else {
+                for (int i = 0; i < n; i++) {
+                    double dx = (xs + i) + 0.5 - cx;
+                    double u = ia * dx + bu, v = ic * dx + bv;
+                    int in = !(u * u * ku + v * v * kv > 1);
+                    if (inner) in &= !(u * u * kui + v * v * kvi < 1);
+                    if (mode != 0) {
+                        double cs = sx * v - sy * u, ce = u * ey - v * ex;
+                        in &= mode == 1 ? (cs >= 0) & (ce >= 0) : !((cs < 0) & (ce < 0));
+                    }
+                    hit[i] = (unsigned char)in;
+                }
             }
-            js_blend(c, x, y, r, g, b, a);
+            if (a >= 255 && c->ch == 3) { /* opaque on the picture: js_blend's store */
+                unsigned char* p = c->px + ((size_t)y * c->w + xs) * 3;
+                for (int i = 0; i < n; i++, p += 3)
+                    if (hit[i]) { p[0] = (unsigned char)r; p[1] = (unsigned char)g; p[2] = (unsigned char)b; }
+            } else {
+                for (int i = 0; i < n; i++)
+                    if (hit[i]) js_blend(c, xs + i, y, r, g, b, a);
+            }
         }
     }
 }
@@ -322,10 +401,14 @@ static void p5_image(JsCanvas* dst, const JsCanvas* src, const double* f) {
 }
 
 static void p5_background(JsCanvas* c, int r, int g, int b, int a) {
-    if (a >= 255 && c->ch == 3 && c->h > 0) { /* opaque: one row, copied */
-        size_t row = (size_t)c->w * 3;
+    if (a >= 255 && c->ch == 3 && c->h > 0) { /* opaque: one memset, or one row copied in doubling blocks */
+        size_t all = (size_t)c->w * c->h * 3, done = (size_t)c->w * 3;
+        if (r == g && g == b) {
+            memset(c->px, r, all);
+            return;
+        }
         js_span(c, 0, 0, c->w, r, g, b, a);
-        for (int y = 1; y < c->h; y++) memcpy(c->px + y * row, c->px, row);
+        for (; done < all; done *= 2) memcpy(c->px + done, c->px, done < all - done ? done : all - done);
         return;
     }
     for (int y = 0; y < c->h; y++) js_span(c, y, 0, c->w, r, g, b, a);
@@ -545,13 +628,344 @@ static int js_call(Env* env, JSValue fn, double arg, const char* during, long bu
     return 1;
 }
 
+/* An RGB picture is drawn straight into the env's observation row, the one copy the trainer
+ * reads: no per-step copy, and 12 KB less per env for the caches at 64x64. Until the host binds
+ * the rows (vec_bind, after puf_init) the env draws into its own memory; the first call that sees
+ * a row moves the picture there (and again if the host binds other rows: it keeps the old ones
+ * alive until then, as every host here binds once). Drawing persists across frames as in p5, so
+ * the row holds the game's canvas: a host must not write into it. */
+static inline void js_picture_follow(Env* env) {
+#if JS_PICTURE_CHANNELS == 3
+    unsigned char* obs = env->agents[0].observations;
+    JsCanvas* c = &env->canvas[0];
+    if (obs != NULL && c->px != obs && c->px != NULL) {
+        memcpy(obs, c->px, (size_t)JS_PICTURE_WIDTH * JS_PICTURE_HEIGHT * 3);
+        c->px = obs;
+    }
+#else
+    (void)env;
+#endif
+}
+
+/* ---- the host contract in C ------------------------------------------------------------------
+ * A frame of a step is what the prelude's __puf.step(action) / hold(action) do (keys(), frame(),
+ * readState() in envs/js/p5.js), done here with the same reads and writes of the same globals in
+ * the same order: keys go into a table that the C keyIsDown reads (the prelude's is a Set),
+ * keyIsPressed, keyCode and key are set as keys() sets them and keyPressed() is called once per
+ * pressed key; frameCount += 1, the picture's matrix reset, main.shape = null, draw(), then
+ * getGameState(), whose result C reads when it is a plain object with own data properties score
+ * (a finite number), lives (a number) and gameState (one of the four state names): reading those
+ * has no side effects, so anything else goes, unread, to the prelude's state() for its JS
+ * conversions and errors. The prelude's `current = null` at the end of frame() is left out: it
+ * only makes the next JS drawing call re-send its target, which the host still holds.
+ * Measured on flappy_bird.js: the prelude's step cost ~11K instructions a frame in the interpreter
+ * (a Set, closures, an action index as a double key, the state name looked up as an atom). */
+#define JS_MAX_KEYS 15
+typedef struct JsKeys { unsigned char nheld, npressed, held[JS_MAX_KEYS], pressed[JS_MAX_KEYS]; } JsKeys;
+#define JS_MAX_NAMES 32
+/* in the engine (envs/js/engine_patches.py): the value of an own data property found by a guess */
+JSValue* puf_own_data(JSValueConst obj, JSAtom atom, uint16_t* slot, int write);
+enum { JS_G_KEYISPRESSED, JS_G_KEYPRESSED, JS_G_KEYCODE, JS_G_KEYCODE_READ, JS_G_KEY, JS_G_FRAMECOUNT,
+       JS_G_FRAMECOUNT_PUT, JS_G_SHAPE, JS_G_DRAW, JS_G_GETGAMESTATE, JS_G_SCORE, JS_G_LIVES, JS_G_GAMESTATE,
+       JS_G_COUNT };
+struct JsHost {
+    uint64_t down[4];      /* keyIsDown: codes 0-255 */
+    uint16_t guess[JS_G_COUNT]; /* the property indexes each access found last (puf_own_data) */
+    JSValue global, main, fn_state, fn_need, fn_tick, fn_keyname;
+    JSAtom at_frameCount, at_keyIsPressed, at_keyCode, at_key, at_keyPressed, at_draw, at_getGameState,
+        at_shape, at_score, at_lives, at_gameState;
+    JSClassID plain;       /* the class of {} */
+    JSValue last_state;    /* the last result of getGameState() read here */
+    JSValue names[4];      /* "PLAYING", "WIN", "GAMEOVER", "EXIT" as the game returned them (held) */
+    JsKeys act[JS_NUM_ACTIONS];
+    int num_keys;          /* the prelude's keyName(code) of the codes met so far */
+    unsigned char key_code[JS_MAX_NAMES];
+    JSValue key_name[JS_MAX_NAMES];
+};
+
+/* "0 | 37 | p32 | 37 p32": envs/js/env.py checked and normalised it, the prelude's parseActions()
+ * reads the same text; 1 = ok */
+static int js_parse_actions(JsHost* h, const char* text) {
+    int a = 0;
+    const char* p = text;
+    memset(h->act, 0, sizeof(h->act));
+    while (*p && a < JS_NUM_ACTIONS) {
+        JsKeys* k = &h->act[a];
+        while (*p && *p != '|') {
+            while (*p == ' ' || *p == '\t') p++;
+            if (!*p || *p == '|') break;
+            int press = *p == 'p';
+            if (press) p++;
+            char* end;
+            long code = strtol(p, &end, 10);
+            if (end == p) return 0;
+            p = end;
+            if (code <= 0 || code > 255) continue; /* "0": no key */
+            if (press && k->npressed < JS_MAX_KEYS) k->pressed[k->npressed++] = (unsigned char)code;
+            else if (!press && k->nheld < JS_MAX_KEYS) k->held[k->nheld++] = (unsigned char)code;
+            else return 0;
+        }
+        if (*p == '|') p++;
+        a++;
+    }
+    return a == JS_NUM_ACTIONS;
+}
+
+/* keyIsDown(code): the prelude's down.has(code) for a Set of the numbers 1-255 */
+static JSValue js_n_keyisdown(JSContext* ctx, JSValueConst this_val, int argc, JSValueConst* argv) {
+    (void)this_val;
+    JsHost* h = js_env(ctx)->hc;
+    if (argc < 1 || !JS_IsNumber(argv[0])) return JS_FALSE;
+    double v;
+    JS_ToFloat64(ctx, &v, argv[0]);
+    if (!(v >= 0 && v <= 255) || v != (int)v) return JS_FALSE;
+    int c = (int)v;
+    return JS_NewBool(ctx, (h->down[c >> 6] >> (c & 63)) & 1);
+}
+
+static JSValue js_key_name(Env* env, int code) {
+    JsHost* h = env->hc;
+    for (int i = 0; i < h->num_keys; i++)
+        if (h->key_code[i] == code) return JS_DupValue(env->ctx, h->key_name[i]);
+    JSValue c = JS_NewInt32(env->ctx, code);
+    JSValue name = JS_Call(env->ctx, h->fn_keyname, JS_UNDEFINED, 1, &c);
+    if (JS_IsException(name) || h->num_keys == JS_MAX_NAMES) return name;
+    h->key_code[h->num_keys] = (unsigned char)code;
+    h->key_name[h->num_keys++] = JS_DupValue(env->ctx, name);
+    return name;
+}
+
+/* N.host(main): the prelude hands over its picture renderer; the C host contract and keyIsDown */
+static JSValue js_n_host(JSContext* ctx, JSValueConst this_val, int argc, JSValueConst* argv) {
+    (void)this_val;
+    Env* env = js_env(ctx);
+    JsHost* h = env->hc;
+    if (h == NULL || argc < 1 || !JS_IsObject(argv[0])) return JS_ThrowTypeError(ctx, "host: the picture renderer");
+    JS_FreeValue(ctx, h->main);
+    h->main = JS_DupValue(ctx, argv[0]);
+    JSValue kd = JS_NewCFunction(ctx, js_n_keyisdown, "keyIsDown", 1);
+    if (JS_IsException(kd)) return JS_EXCEPTION;
+    JSAtom at = JS_NewAtom(ctx, "keyIsDown");
+    int ok = JS_SetProperty(ctx, h->global, at, kd) >= 0;
+    JS_FreeAtom(ctx, at);
+    return ok ? JS_UNDEFINED : JS_EXCEPTION;
+}
+
+static JsHost* js_host_new(Env* env, const char* actions) {
+    JsHost* h = (JsHost*)calloc(1, sizeof(JsHost));
+    if (h == NULL) return NULL;
+    JSContext* ctx = env->ctx;
+    if (!js_parse_actions(h, actions)) { free(h); return NULL; }
+    h->global = JS_GetGlobalObject(ctx);
+    h->main = h->fn_state = h->fn_need = h->fn_tick = h->fn_keyname = h->last_state = JS_UNDEFINED;
+    for (int i = 0; i < 4; i++) h->names[i] = JS_UNDEFINED;
+    h->at_frameCount = JS_NewAtom(ctx, "frameCount");
+    h->at_keyIsPressed = JS_NewAtom(ctx, "keyIsPressed");
+    h->at_keyCode = JS_NewAtom(ctx, "keyCode");
+    h->at_key = JS_NewAtom(ctx, "key");
+    h->at_keyPressed = JS_NewAtom(ctx, "keyPressed");
+    h->at_draw = JS_NewAtom(ctx, "draw");
+    h->at_getGameState = JS_NewAtom(ctx, "getGameState");
+    h->at_shape = JS_NewAtom(ctx, "shape");
+    h->at_score = JS_NewAtom(ctx, "score");
+    h->at_lives = JS_NewAtom(ctx, "lives");
+    h->at_gameState = JS_NewAtom(ctx, "gameState");
+    JSValue o = JS_NewObject(ctx);
+    h->plain = JS_GetClassID(o);
+    JS_FreeValue(ctx, o);
+    return h;
+}
+
+static void js_host_free(Env* env) {
+    JsHost* h = env->hc;
+    if (h == NULL) return;
+    JSContext* ctx = env->ctx;
+    JSValue vals[] = {h->global, h->main, h->fn_state, h->fn_need, h->fn_tick, h->fn_keyname, h->last_state};
+    for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) JS_FreeValue(ctx, vals[i]);
+    for (int i = 0; i < 4; i++) JS_FreeValue(ctx, h->names[i]);
+    for (int i = 0; i < h->num_keys; i++) JS_FreeValue(ctx, h->key_name[i]);
+    JSAtom atoms[] = {h->at_frameCount, h->at_keyIsPressed, h->at_keyCode, h->at_key, h->at_keyPressed, h->at_draw,
+                      h->at_getGameState, h->at_shape, h->at_score, h->at_lives, h->at_gameState};
+    for (size_t i = 0; i < sizeof(atoms) / sizeof(atoms[0]); i++) JS_FreeAtom(ctx, atoms[i]);
+    free(h);
+    env->hc = NULL;
+}
+
+/* the state code of a gameState string as the prelude's STATES[name] gives it; -1: not one of the
+ * four names (the prelude's state() decides) */
+static int js_state_code(Env* env, JSValueConst v) {
+    static const char* const names[4] = {"PLAYING", "WIN", "GAMEOVER", "EXIT"};
+    JsHost* h = env->hc;
+    for (int i = 0; i < 4; i++)  /* the same string as last time (a game returns its literals) */
+        if (JS_IsString(h->names[i]) && JS_VALUE_GET_PTR(h->names[i]) == JS_VALUE_GET_PTR(v)) return i;
+    size_t len;
+    const char* s = JS_ToCStringLen(env->ctx, &len, v);
+    if (s == NULL) { JS_FreeValue(env->ctx, JS_GetException(env->ctx)); return -1; }
+    int code = -1;
+    for (int i = 0; i < 4; i++)
+        if (len == strlen(names[i]) && memcmp(s, names[i], len) == 0) code = i;
+    JS_FreeCString(env->ctx, s);
+    if (code >= 0) {
+        JS_FreeValue(env->ctx, h->names[code]);
+        h->names[code] = JS_DupValue(env->ctx, v);
+    }
+    return code;
+}
+
+/* obj.<atom> = v for an own writable data property, else JS's assignment (setters, errors) */
+static inline int js_put(Env* env, JSValueConst obj, JSAtom atom, int site, JSValue v) {
+    JSValue* p = puf_own_data(obj, atom, &env->hc->guess[site], 1);
+    if (p != NULL) {
+        JSValue old = *p;
+        *p = v;
+        JS_FreeValue(env->ctx, old);
+        return 1;
+    }
+    return JS_SetProperty(env->ctx, obj, atom, v) >= 0;
+}
+
+/* obj.<atom>: an own data property's value, else JS's property read (getters, prototypes) */
+static inline JSValue js_get(Env* env, JSValueConst obj, JSAtom atom, int site) {
+    JSValue* p = puf_own_data(obj, atom, &env->hc->guess[site], 0);
+    return p != NULL ? JS_DupValue(env->ctx, *p) : JS_GetProperty(env->ctx, obj, atom);
+}
+
+/* an own data property of a plain object, read without side effects: its value (borrowed from
+ * obj), or NULL */
+static inline JSValue* js_peek(Env* env, JSValueConst obj, JSAtom atom, int site) {
+    return puf_own_data(obj, atom, &env->hc->guess[site], 0);
+}
+
+/* getGameState()'s result into env->out, as the prelude's state(s); 1 = ok (s is consumed) */
+static int js_read_state(Env* env, JSValue s) {
+    JsHost* h = env->hc;
+    JSContext* ctx = env->ctx;
+    if (JS_GetClassID(s) == h->plain) {
+        JSValue *sc, *lv, *gs;
+        double score = 0, lives = 0;
+        int code = -1;
+        if ((sc = js_peek(env, s, h->at_score, JS_G_SCORE)) != NULL && JS_IsNumber(*sc) &&
+            (lv = js_peek(env, s, h->at_lives, JS_G_LIVES)) != NULL && JS_IsNumber(*lv) &&
+            (gs = js_peek(env, s, h->at_gameState, JS_G_GAMESTATE)) != NULL && JS_IsString(*gs)) {
+            JS_ToFloat64(ctx, &score, *sc);
+            JS_ToFloat64(ctx, &lives, *lv);
+            if (score - score == 0) code = js_state_code(env, *gs);
+        }
+        if (code >= 0) {
+            /* held until the next frame's: its shape (and the engine's shape for its last field)
+             * then still exists for the next object literal, instead of being freed and rebuilt */
+            JS_FreeValue(ctx, h->last_state);
+            h->last_state = s;
+            env->out[0] = score;
+            env->out[1] = (lives != lives || lives == 0) ? 0 : lives; /* +s.lives || 0 */
+            env->out[2] = code;
+            return 1;
+        }
+    }
+    JSValue r = JS_Call(ctx, h->fn_state, JS_UNDEFINED, 1, (JSValueConst*)&s);
+    JS_FreeValue(ctx, s);
+    if (JS_IsException(r)) return 0;
+    JS_FreeValue(ctx, r);
+    return 1;
+}
+
+static inline int js_set_global(Env* env, JSAtom atom, int site, JSValue v) {
+    return js_put(env, env->hc->global, atom, site, v);
+}
+
+/* a global function, or the prelude's need(name) error */
+static JSValue js_global_fn(Env* env, JSAtom atom, int site, const char* name) {
+    JSContext* ctx = env->ctx;
+    JSValue f = js_get(env, env->hc->global, atom, site);
+    if (JS_IsException(f) || JS_IsFunction(ctx, f)) return f;
+    JS_FreeValue(ctx, f);
+    JSValue n = JS_NewString(ctx, name);
+    JSValue r = JS_Call(ctx, env->hc->fn_need, JS_UNDEFINED, 1, (JSValueConst*)&n);
+    JS_FreeValue(ctx, n);
+    return r; /* need() throws; were it to return, it returns G[name], as frame() calls */
+}
+
+/* One frame: keys (press: the action's pressed keys too), draw(), getGameState(); 1 = ok. */
+static int js_frame(Env* env, int action, int press, const char* during) {
+    JsHost* h = env->hc;
+    JSContext* ctx = env->ctx;
+    JS_UpdateStackTop(env->rt);
+    env->ops_left = env->ops_budget;
+    const JsKeys* k = &h->act[action];
+    int npressed = press ? k->npressed : 0;
+    h->down[0] = h->down[1] = h->down[2] = h->down[3] = 0;
+    for (int i = 0; i < k->nheld; i++) h->down[k->held[i] >> 6] |= 1ull << (k->held[i] & 63);
+    for (int i = 0; i < npressed; i++) h->down[k->pressed[i] >> 6] |= 1ull << (k->pressed[i] & 63);
+    if (!js_set_global(env, h->at_keyIsPressed, JS_G_KEYISPRESSED, JS_NewBool(ctx, k->nheld + npressed > 0))) goto fail;
+    JSValue on_press = js_get(env, h->global, h->at_keyPressed, JS_G_KEYPRESSED);
+    if (JS_IsException(on_press)) goto fail;
+    int call = JS_IsFunction(ctx, on_press);
+    for (int i = 0; i < npressed; i++) {
+        JSValue name = js_key_name(env, k->pressed[i]);
+        if (JS_IsException(name) || !js_set_global(env, h->at_keyCode, JS_G_KEYCODE, JS_NewInt32(ctx, k->pressed[i])) ||
+            !js_set_global(env, h->at_key, JS_G_KEY, name)) { JS_FreeValue(ctx, on_press); goto fail; }
+        if (call) {
+            JSValue r = JS_Call(ctx, on_press, JS_UNDEFINED, 0, NULL);
+            if (JS_IsException(r)) { JS_FreeValue(ctx, on_press); goto fail; }
+            JS_FreeValue(ctx, r);
+        }
+    }
+    JS_FreeValue(ctx, on_press);
+    if (npressed == 0 && k->nheld > 0) { /* G.keyCode = last held; G.key = keyName(G.keyCode) */
+        if (!js_set_global(env, h->at_keyCode, JS_G_KEYCODE, JS_NewInt32(ctx, k->held[k->nheld - 1]))) goto fail;
+        JSValue kc = js_get(env, h->global, h->at_keyCode, JS_G_KEYCODE_READ);
+        if (JS_IsException(kc)) goto fail;
+        JSValue name;
+        if (JS_VALUE_GET_TAG(kc) == JS_TAG_INT && JS_VALUE_GET_INT(kc) > 0 && JS_VALUE_GET_INT(kc) < 256) {
+            name = js_key_name(env, JS_VALUE_GET_INT(kc));
+        } else {
+            name = JS_Call(ctx, h->fn_keyname, JS_UNDEFINED, 1, (JSValueConst*)&kc);
+        }
+        JS_FreeValue(ctx, kc);
+        if (JS_IsException(name) || !js_set_global(env, h->at_key, JS_G_KEY, name)) goto fail;
+    }
+    /* frame(): G.frameCount += 1 */
+    JSValue fc = js_get(env, h->global, h->at_frameCount, JS_G_FRAMECOUNT);
+    if (JS_VALUE_GET_TAG(fc) == JS_TAG_INT && JS_VALUE_GET_INT(fc) < INT32_MAX) {
+        if (!js_set_global(env, h->at_frameCount, JS_G_FRAMECOUNT_PUT, JS_NewInt32(ctx, JS_VALUE_GET_INT(fc) + 1))) goto fail;
+    } else if (JS_IsNumber(fc)) {
+        double d;
+        JS_ToFloat64(ctx, &d, fc);
+        if (!js_set_global(env, h->at_frameCount, JS_G_FRAMECOUNT_PUT, JS_NewFloat64(ctx, d + 1))) goto fail;
+    } else {
+        if (JS_IsException(fc)) goto fail;
+        JS_FreeValue(ctx, fc);
+        JSValue r = JS_Call(ctx, h->fn_tick, JS_UNDEFINED, 0, NULL);
+        if (JS_IsException(r)) goto fail;
+        JS_FreeValue(ctx, r);
+    }
+    memcpy(env->p5->s + P5_M, env->p5->s + P5_BASE, 6 * sizeof(double)); /* main.resetMatrix() */
+    if (!js_put(env, h->main, h->at_shape, JS_G_SHAPE, JS_NULL)) goto fail;
+    JSValue draw = js_global_fn(env, h->at_draw, JS_G_DRAW, "draw");
+    if (JS_IsException(draw)) goto fail;
+    JSValue r = JS_Call(ctx, draw, JS_UNDEFINED, 0, NULL);
+    JS_FreeValue(ctx, draw);
+    if (JS_IsException(r)) goto fail;
+    JS_FreeValue(ctx, r);
+    /* readState() */
+    JSValue get = js_global_fn(env, h->at_getGameState, JS_G_GETGAMESTATE, "getGameState");
+    if (JS_IsException(get)) goto fail;
+    JSValue s = JS_Call(ctx, get, JS_UNDEFINED, 0, NULL);
+    JS_FreeValue(ctx, get);
+    if (JS_IsException(s) || !js_read_state(env, s)) goto fail;
+    return 1;
+fail:
+    js_report(env, during);
+    return 0;
+}
+
 static void js_write_obs(Env* env) {
+#if JS_PICTURE_CHANNELS == 3
+    (void)env; /* the picture is the observation row (js_picture_follow) */
+#else
     const unsigned char* px = env->canvas[0].px;
     unsigned char* obs = env->agents[0].observations;
     if (obs == NULL) return;
-#if JS_PICTURE_CHANNELS == 3
-    memcpy(obs, px, (size_t)JS_PICTURE_WIDTH * JS_PICTURE_HEIGHT * 3);
-#else
     for (int i = 0; i < JS_PICTURE_WIDTH * JS_PICTURE_HEIGHT; i++) {
         const unsigned char* p = px + 3 * i;  /* ITU-R BT.601 luma, integer */
         obs[i] = (unsigned char)((p[0] * 77 + p[1] * 150 + p[2] * 29 + 128) >> 8);
@@ -584,12 +998,12 @@ void puf_init(Env* env, Dict* kwargs) {
     c->w = JS_PICTURE_WIDTH;
     c->h = JS_PICTURE_HEIGHT;
     c->ch = 3;
-    c->px = (unsigned char*)calloc((size_t)c->w * c->h, 3);
+    c->px = env->own_px = (unsigned char*)calloc((size_t)c->w * c->h, 3);
     env->final_frame = (unsigned char*)calloc((size_t)c->w * c->h, 3);
     env->num_canvases = 1;
     env->p5 = (JsP5*)calloc(1, sizeof(JsP5));
     if (env->p5 != NULL) p5_native_init(env);
-    env->rt = JS_NewRuntime();
+    env->rt = jsh_new_runtime(&env->heap);
     env->ctx = env->rt ? JS_NewContext(env->rt) : NULL;
     if (c->px == NULL || env->ctx == NULL || env->p5 == NULL) {
         js_fail(env, "%s: out of memory creating its JS runtime", js_basename(game));
@@ -613,6 +1027,8 @@ void puf_init(Env* env, Dict* kwargs) {
         JS_SetPropertyStr(ctx, native, "rstate",
                           JS_NewArrayBuffer(ctx, (uint8_t*)env->p5->rs, sizeof(env->p5->rs), 0, NULL, NULL, false));
         JS_SetPropertyStr(ctx, native, "p5", JS_NewCFunction(ctx, js_n_p5, "p5", 1));
+        env->hc = js_host_new(env, actions);
+        if (env->hc != NULL) JS_SetPropertyStr(ctx, native, "host", JS_NewCFunction(ctx, js_n_host, "host", 1));
     }
     JS_SetPropertyStr(ctx, native, "width", JS_NewInt32(ctx, JS_PICTURE_WIDTH));
     JS_SetPropertyStr(ctx, native, "height", JS_NewInt32(ctx, JS_PICTURE_HEIGHT));
@@ -628,6 +1044,16 @@ void puf_init(Env* env, Dict* kwargs) {
     js_set_fn(env, &env->fn_step, "step");
     js_set_fn(env, &env->fn_hold, "hold");
     js_set_fn(env, &env->fn_reset, "reset");
+    if (env->hc != NULL) {
+        if (JS_IsUndefined(env->hc->main)) { /* the prelude did not take the C host: its JS steps */
+            js_host_free(env);
+        } else {
+            js_set_fn(env, &env->hc->fn_state, "state");
+            js_set_fn(env, &env->hc->fn_need, "need");
+            js_set_fn(env, &env->hc->fn_tick, "tick");
+            js_set_fn(env, &env->hc->fn_keyname, "keyName");
+        }
+    }
     if (!js_eval_file(env, game, "loading the game")) return;
     JSValue fn_load = JS_GetPropertyStr(ctx, env->host, "load");
     int ok = js_call(env, fn_load, 0, "setup(), resetGame(0) and the first draw()", env->ops_budget * 4);
@@ -638,8 +1064,10 @@ void puf_init(Env* env, Dict* kwargs) {
 }
 
 static void js_begin_episode(Env* env, unsigned int seed) {
+    js_picture_follow(env);
     env->steps = 0;
     env->episode_return = 0;
+    if (env->hc != NULL) memset(env->hc->down, 0, sizeof(env->hc->down)); /* reset(): down.clear() */
     if (!env->failed && js_call(env, env->fn_reset, (double)seed, "resetGame() and its first draw()",
                                 env->ops_budget)) {
         env->last_score = env->out[0];
@@ -661,6 +1089,7 @@ void puf_reset(Env* env) {
 
 void puf_step(Env* env) {
     Agent* ag = &env->agents[0];
+    js_picture_follow(env);
     ag->rewards[0] = 0;
     ag->terminals[0] = 0;
     if (env->failed) {
@@ -671,9 +1100,9 @@ void puf_step(Env* env) {
     int action = (fa >= 0 && fa < JS_NUM_ACTIONS) ? (int)fa : 0;
     for (int f = 0; f < env->frameskip; f++) {
         if (f > 0 && env->out[2] != 0) break;  /* the game ended on an earlier frame of this step */
-        if (!js_call(env, f == 0 ? env->fn_step : env->fn_hold, action,
-                     f == 0 ? "a step (keyPressed(), draw(), getGameState())" : "a held frame (draw(), getGameState())",
-                     env->ops_budget)) {
+        const char* during = f == 0 ? "a step (keyPressed(), draw(), getGameState())" : "a held frame (draw(), getGameState())";
+        if (env->hc != NULL ? !js_frame(env, action, f == 0, during)
+                            : !js_call(env, f == 0 ? env->fn_step : env->fn_hold, action, during, env->ops_budget)) {
             ag->terminals[0] = 1;
             return;
         }
@@ -716,12 +1145,17 @@ void puf_close(Env* env) {
         JS_FreeValue(env->ctx, env->fn_reset);
         JS_FreeValue(env->ctx, env->host);
         if (env->p5 != NULL) p5_native_free(env);
+        js_host_free(env);
         JS_FreeContext(env->ctx);
     }
     if (env->rt != NULL) JS_FreeRuntime(env->rt);
+    jsh_close(env->heap);
+    env->heap = NULL;
     env->ctx = NULL;
     env->rt = NULL;
-    for (int i = 0; i < env->num_canvases; i++) free(env->canvas[i].px);
+    free(env->own_px);
+    env->own_px = NULL;
+    for (int i = 1; i < env->num_canvases; i++) free(env->canvas[i].px);
     free(env->final_frame);
     env->final_frame = NULL;
     free(env->p5);

@@ -775,9 +775,9 @@
     (typeof draw === "function" ? draw : need("draw"))();
     current = null;
   }
-  function readState() {
-    const get = G.getGameState;
-    const s = (typeof get === "function" ? get : need("getGameState"))();
+  // getGameState()'s result into OUT (the env's C host reads plain objects itself and hands
+  // anything else to this, so both give the same numbers and errors)
+  function state(s) {
     if (s === null || typeof s !== "object") throw new TypeError(`getGameState() must return {score, lives, gameState}, got ${s}`);
     const score = +s.score;
     if (!(score - score === 0)) throw new TypeError(`getGameState().score must be a finite number, got ${s.score}`);
@@ -785,6 +785,10 @@
     OUT[1] = +s.lives || 0;
     const code = STATES[s.gameState];
     OUT[2] = code === undefined ? 0 : code;
+  }
+  function readState() {
+    const get = G.getGameState;
+    state((typeof get === "function" ? get : need("getGameState"))());
   }
   function seedAll(seed) { RS[0] = seed >>> 0; }
   // The action's keys for this frame (the set is replaced); with press, its press keys are down
@@ -802,6 +806,10 @@
     }
     if (pressed.length === 0 && held.length > 0) { G.keyCode = held[held.length - 1]; G.key = keyName(G.keyCode); }
   }
+  // The env steps frames in C (envs/js/jsenv.h, js_frame) what step() and hold() do here: it
+  // takes the picture renderer (for main.shape) and installs its keyIsDown; the rest of the
+  // contract stays here for what C leaves to JS (need, state, tick, keyName).
+  if (N.host) N.host(main);
   G.__puf = {
     load() {
       need("draw"); need("resetGame"); need("getGameState");
@@ -823,6 +831,8 @@
     step(action) { keys(action, true); frame(); readState(); },
     // a repeated frame of a frameskip: the same held keys, no press
     hold(action) { keys(action, false); frame(); readState(); },
+    need, state, keyName,
+    tick() { G.frameCount += 1; },
     actions: ACTIONS,
   };
 })(globalThis);
