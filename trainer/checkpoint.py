@@ -126,6 +126,13 @@ def lock_run(run_dir: str | Path, what: str = "") -> OwnedLock:
                               f"to end, or stop it") from None
 
 
+def check_run_free(run_dir: str | Path):
+    """lock_run's refusal without taking the lock (or creating anything): a CheckpointError if
+    another process trains the run in `run_dir` now."""
+    if (Path(run_dir) / LOCK_NAME).exists():
+        lock_run(run_dir).release()
+
+
 def clean_strays(run_dir: str | Path) -> list[str]:
     """Removes the temporary files of saves that did not finish (a SIGKILL while writing): with the
     run's lock held no other process writes there. Returns their names."""

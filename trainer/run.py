@@ -7,10 +7,15 @@ PufferLib 5.0's training loop, top to bottom. Each epoch:
               one learning rate per epoch (cosine);
     log       the epoch's metrics to the dashboard and the loggers (JSONL, TensorBoard, W&B);
     save      a checkpoint every checkpoint_interval epochs, and at the end.
-Ctrl-C or SIGTERM stops at the next env step (or after the update in progress) and saves a
-checkpoint of the last completed epoch; a second one quits at once. --base.load_model_path latest
-resumes. The env is reached only through its generic hooks: epoch_metrics() at rollout end,
-save_extras()/restore_extras() beside each checkpoint.
+Ctrl-C or SIGTERM stops at the next env step (or after the update in progress), saves a
+checkpoint of the last completed epoch and exits 128 + the signal (130, 143); a second one quits at
+once. --base.load_model_path latest resumes. The env is reached only through its generic hooks:
+epoch_metrics() at rollout end, save_extras()/restore_extras() beside each checkpoint.
+
+Nothing lost, nothing silent: the folders are test-written before any work, a save that fails goes
+to a fallback folder (checkpoint.fallback_dir) and training goes on, one process holds the run
+folder (checkpoint.lock_run), and an env that fails for good (a server, a JS game's error, a crash
+of its C code in this process) keeps the last complete epoch; every failure is an `error:` line.
 """
 from __future__ import annotations
 
@@ -217,7 +222,11 @@ def train(env, cfg: dict, adapter: str | None = None, live: bool | None = None,
         ckpt.writable(Path(base["checkpoint_dir"]) / source.name, "checkpoint folder", "--base.checkpoint_dir")
         ckpt.writable(Path(base["log_dir"]) / source.name, "log folder", "--base.log_dir")
         if base["load_model_path"] not in (None, "None"):  # a folder, a missing file, no checkpoint yet
-            ckpt.resolve(base["load_model_path"], base["checkpoint_dir"], source.name)
+            resume = ckpt.resolve(base["load_model_path"], base["checkpoint_dir"], source.name)
+            meta = ckpt.read_sidecar(resume) or {}  # a puffgpu checkpoint continues its run (see below)
+            resumed_id = run_id or (meta.get("trainer_state") or {}).get("run_id") if "momentum" in meta else run_id
+            if resumed_id:  # a run another trainer trains now is refused now too (and locked below)
+                ckpt.check_run_free(ckpt.checkpoint_path(base["checkpoint_dir"], source.name, resumed_id, 0).parent)
     gpu = get_gpu(adapter, quiet=True, local_rank=world.local_rank)
     tuner = attach(gpu)  # kernel variants: pins, cache or timing (reads --kernels/--retune/--no-tune)
     if world.size > 1:
@@ -293,7 +302,11 @@ def train(env, cfg: dict, adapter: str | None = None, live: bool | None = None,
     # one process per run folder: a second trainer resuming this run is refused (the OS drops the
     # lock when this process ends, however it ends); then what a killed save left is cleaned up
     run_dir = ckpt.checkpoint_path(base["checkpoint_dir"], env.name, run_id, 0).parent
-    lock = ckpt.lock_run(run_dir, f"trainer.run since {time.strftime('%Y-%m-%d %H:%M:%S')}") if root else None
+    try:
+        lock = ckpt.lock_run(run_dir, f"trainer.run since {time.strftime('%Y-%m-%d %H:%M:%S')}") if root else None
+    except ckpt.CheckpointError:
+        env.close()
+        raise
     try:
         return _train_run(**locals())
     finally:
@@ -318,8 +331,7 @@ def _train_run(*, env, cfg, base, root, say, world, gpu, adapters, spec, policy,
               "policy": spec.describe(), "epochs": epochs, "resumed_from": resumed_from, "config": cfg,
               "gpu_bytes": gpu_bytes(policy, rollout, infers, learner)}
     if world.size > 1:
-        header["ranks"] = [{"adapter": a, "host": h, "pid": pid}
-                           for a, (h, pid) in zip(adapters, world.hosts)]
+        header["ranks"] = [{"adapter": a, "host": h, "pid": pid} for a, (h, pid) in zip(adapters, world.hosts)]
     fallback_log = ckpt.fallback_dir().parent / "logs" / env.name / f"{run_id}.jsonl"
     logs = loggers_mod.Loggers(cfg, header, log_path, extra=loggers, fallback=fallback_log) if root else Silent()
     where = {"dir": Path(base["checkpoint_dir"]), "lock": None}  # where checkpoints go: the fallback after a failure
