@@ -14,3 +14,13 @@ class EnvBuildError(EnvError):
     def __init__(self, message, stderr=""):
         super().__init__(message)
         self.stderr = stderr
+
+
+class EnvCrashError(EnvError):
+    """A fatal signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) in an env's C code in this process:
+    the vecenv caught it on the thread that ran the env and is dead; nothing calls into its envs
+    again. `what` says what happened and where, `advice` what to do; the message is both lines."""
+
+    def __init__(self, what, advice):
+        super().__init__(f"{what}\n{advice}")
+        self.what, self.advice = what, advice

@@ -3,6 +3,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -36,7 +37,8 @@ def test_truncated_file_refused_and_untouched(tmp_path):
     path = ckpt.save(tmp_path / "a.bin", np.zeros(SPEC.num_floats, np.float32), SPEC, "platformer", 1)
     data = path.read_bytes()[:-100]
     path.write_bytes(data)
-    with pytest.raises(ckpt.CheckpointError, match=r"1,001,372 bytes \(truncated\).*needs exactly 1,001,472"):
+    with pytest.raises(ckpt.CheckpointError, match=r"1,001,372 bytes \(truncated: its sidecar names this architecture\)"
+                                                  r".*needs exactly 1,001,472"):
         ckpt.load(path, SPEC)
     assert path.read_bytes() == data
 
@@ -65,7 +67,9 @@ def test_pufferlib_file_without_sidecar_loads_by_size(tmp_path):
     w.astype("<f4").tofile(path)
     loaded, meta = ckpt.load(path, SPEC)
     assert np.array_equal(loaded, w) and meta == {}
-    with pytest.raises(ckpt.CheckpointError, match="too long"):
+    with pytest.raises(ckpt.CheckpointError, match=r"is 1,001,472 bytes but the run's policy \(obs size 412, heads "
+                                                  r"\[3, 3\], hidden_size 128, num_layers 4\) takes 1,000,960: it was saved "
+                                                  r"for another policy \(no hidden_size and num_layers fit"):
         ckpt.load(path, PolicySpec(obs_size=412, hidden=128, layers=4, act_sizes=(3, 3)))
 
 
@@ -74,11 +78,15 @@ def test_failed_write_keeps_previous_checkpoint(tmp_path, monkeypatch):
     old = np.ones(SPEC.num_floats, np.float32)
     ckpt.save(path, old, SPEC, "platformer", 1)
 
-    def boom(fd):
-        raise OSError("disk full")
+    calls = []
+
+    def boom(fd):  # the weights' and the momentum's temp files are written; the sidecar's fails
+        calls.append(fd)
+        if len(calls) == 3:
+            raise OSError("disk full")
     monkeypatch.setattr(os, "fsync", boom)
-    with pytest.raises(OSError, match="disk full"):
-        ckpt.save(path, np.zeros(SPEC.num_floats, np.float32), SPEC, "platformer", 2)
+    with pytest.raises(ckpt.CheckpointWriteError, match=r"cannot write the checkpoint .*a\.bin \(disk full\)"):
+        ckpt.save(path, np.zeros(SPEC.num_floats, np.float32), SPEC, "platformer", 2, momentum=old)
     monkeypatch.undo()
     loaded, meta = ckpt.load(path, SPEC)
     assert np.array_equal(loaded, old) and meta["global_step"] == 1
@@ -99,10 +107,10 @@ def test_momentum_roundtrip(tmp_path, monkeypatch):
     w = np.random.default_rng(0).standard_normal(SPEC.num_floats).astype(np.float32)
     m = -w
     written = []
-    real_write = ckpt.atomic_write
-    monkeypatch.setattr(ckpt, "atomic_write", lambda p, b: (written.append(p.name), real_write(p, b))[1])
+    real_replace = os.replace
+    monkeypatch.setattr(os, "replace", lambda a, b: (written.append(Path(b).name), real_replace(a, b))[1])
     path = ckpt.save(tmp_path / "a.bin", w, SPEC, "platformer", 5, momentum=m, state={"epoch": 3})
-    assert written == ["a.bin", "a.momentum", "a.json"]  # the sidecar last: complete once it exists
+    assert written == ["a.bin", "a.momentum", "a.json"]  # renamed into place, the sidecar last: complete once it exists
     assert [p.name for p in tmp_path.glob("*.bin")] == ["a.bin"]  # no *.bin glob picks the momentum
     w2, m2, meta = ckpt.load(path, SPEC, with_momentum=True)
     assert np.array_equal(w2, w) and np.array_equal(m2, m) and meta["trainer_state"] == {"epoch": 3}

@@ -530,6 +530,91 @@ def _state(pid):
         return "zombie"
 
 
+# ---- servers of an earlier protocol page: they leave their block behind ----
+
+def _old_server(name, agents=4):
+    """A server written to the protocol page of two versions ago (bad_server.py --old): it does not
+    unlink its block when it quits, and fails with 'File exists' on a name that holds a block."""
+    proc = subprocess.Popen([sys.executable, str(BAD_SERVER), "--agents", str(agents), "--shm", name, "--old"])
+    for _ in range(1000):
+        if shm.shm_exists(name) and shm.Block.attach_ready(name) is not None:
+            break
+        time.sleep(0.01)
+    return proc
+
+
+def _attach_ini(tmp_path, name, extra=""):
+    ini = tmp_path / "attached.ini"
+    ini.write_text(f"[env]\nattach = {name}\n{extra}", encoding="utf-8")
+    return str(ini)
+
+
+def test_after_a_quit_the_trainer_removes_the_block_an_old_server_left(tmp_path):
+    name = f"/puf-attach-{os.getpid()}-oldquit"
+    server = _old_server(name)
+    try:
+        with envs.make(_attach_ini(tmp_path, name), 4) as env:
+            env.reset()
+            _random_steps(env, 3)
+        assert server.wait(5) == 0 and not shm.shm_exists(name)  # it quit; the trainer removed what it left
+    finally:
+        _stop(server, block=name)
+
+
+def test_a_block_whose_server_has_exited_is_reported_at_attach_at_once(tmp_path):
+    name = f"/puf-attach-{os.getpid()}-stale"
+    server = _old_server(name)
+    server.kill()  # its block stays, with its server's pid
+    server.wait()
+    again = None
+    try:
+        assert shm.stale(name)
+        t0 = time.monotonic()
+        with pytest.raises(ServerError) as info:
+            envs.make(_attach_ini(tmp_path, name, "timeout = 30\n"), 4)
+        assert time.monotonic() - t0 < 2  # not the 30 s of [env] timeout
+        assert str(info.value) == (
+            f"attached: the block {name} belongs to server pid {server.pid}, which has exited (a server written to an "
+            f"earlier version of docs/protocol.md leaves its block behind when it quits or dies, and a server started "
+            f"again on the name then fails with 'File exists'); the trainer removed it: start the server again, then "
+            f"the trainer")
+        assert not shm.shm_exists(name)
+        again = _old_server(name)  # what the message says to do: the old server starts, and the trainer attaches
+        with envs.make(_attach_ini(tmp_path, name), 4) as env:
+            env.reset()
+            _random_steps(env, 2)
+        assert again.wait(5) == 0
+    finally:
+        _stop(server, again, block=name)
+
+
+def test_reattach_removes_the_block_of_a_hung_server_that_died(tmp_path, capsys):
+    """An attached server hangs (SIGSTOP): the trainer waits for a successor. The hung one is
+    killed, leaving its block; the trainer removes it at once, so that an old-page server can create
+    the name again, and training goes on."""
+    name = f"/puf-attach-{os.getpid()}-hung"
+    first, second = _old_server(name), None
+    try:
+        with envs.make(_attach_ini(tmp_path, name, "timeout = 1\nreattach = 20\n"), 4) as env:
+            env.reset()
+            _random_steps(env, 2)
+            first.send_signal(signal.SIGSTOP)
+            second = subprocess.Popen(["sh", "-c", f"sleep 2 && kill -9 {first.pid} && sleep 0.3 && exec "
+                                                   f"{sys.executable} {BAD_SERVER} --agents 4 --shm {name} --old"])
+            env.step(np.zeros_like(env.actions))
+            assert env.restarts == 1 and "did not answer within 1 s" in env.faults[0]
+            err = capsys.readouterr().err
+            assert (f"note: attached: removed the block {name} of server pid {first.pid}, which has exited without "
+                    f"removing it (") in err and f"start the server again on {name}" in err, err
+            assert "a server (pid " in err and f"attached again on {name}; training goes on" in err
+            _random_steps(env, 2)
+        assert second.wait(5) == 0 and not shm.shm_exists(name)
+    finally:
+        first.kill()
+        first.wait()
+        _stop(second, block=name)
+
+
 # ---- isolation of an ordinary C env ----
 
 def test_isolated_env_matches_in_process():

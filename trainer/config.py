@@ -13,6 +13,7 @@ command-line flag names that puffgpu does not implement.
 """
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -152,6 +153,9 @@ class LearnerConfig:
     def check_minibatching(self, N: int, T: int):
         """PufferLib's validity rules, plus whole row blocks (a minibatch never straddles the last agent)."""
         minibatch_size, replay_ratio = self.minibatch_size, self.replay_ratio
+        if minibatch_size < 1:
+            raise ValueError(f"train.minibatch_size must be a positive multiple of train.horizon ({T}), got "
+                             f"{minibatch_size}")
         if minibatch_size % T:
             raise ValueError(f"train.minibatch_size ({minibatch_size}) must be a multiple of train.horizon ({T}): "
                              f"a minibatch is whole agent rows of the horizon")
@@ -267,11 +271,70 @@ def split_flag(name: str) -> tuple[str, str]:
     return section, key
 
 
+# What each number means, as (section, key): (low, high, low included, high included, what it is).
+# A value outside, or one that is not finite, is refused at start with this range.
+RANGES = {
+    ("train", "total_timesteps"): (1, math.inf, True, False, "env steps"),
+    ("train", "learning_rate"): (0, math.inf, True, False, "Muon's step size"),
+    ("train", "min_lr_ratio"): (0, 1, True, True, "a fraction of learning_rate"),
+    ("train", "lr_warmup"): (0, 1, True, True, "a fraction of the epochs"),
+    ("train", "gamma"): (0, 1, True, True, "a discount factor"),
+    ("train", "gae_lambda"): (0, 1, True, True, "GAE's lambda"),
+    ("train", "replay_ratio"): (0, math.inf, False, False, "minibatch samples per rollout sample"),
+    ("train", "clip_coef"): (0, math.inf, True, False, "PPO's ratio clip"),
+    ("train", "vf_coef"): (0, math.inf, True, False, "the value loss's weight"),
+    ("train", "vf_clip_coef"): (0, math.inf, True, False, "the value clip"),
+    ("train", "max_grad_norm"): (0, math.inf, False, False, "the gradient norm's cap"),
+    ("train", "ent_coef"): (-math.inf, math.inf, False, False, "the entropy bonus"),
+    ("train", "momentum"): (0, 1, True, False, "Muon's momentum"),
+    ("train", "vtrace_rho_clip"): (0, math.inf, False, False, "V-trace's rho clip"),
+    ("train", "vtrace_c_clip"): (0, math.inf, False, False, "V-trace's c clip"),
+    ("train", "horizon"): (1, math.inf, True, False, "steps per rollout"),
+    ("train", "minibatch_size"): (1, math.inf, True, False, "samples per minibatch"),
+    ("vec", "total_agents"): (1, math.inf, True, False, "agents"),
+    ("vec", "num_buffers"): (1, math.inf, True, False, "env buffers"),
+    ("vec", "num_threads"): (1, math.inf, True, False, "threads"),
+    ("base", "seed"): (0, 2**32, True, False, "an unsigned 32-bit seed"),
+    ("base", "checkpoint_interval"): (1, math.inf, True, False, "epochs"),
+}
+
+
+def _interval(lo, hi, lo_in, hi_in) -> str:
+    def num(x):
+        return str(int(x)) if float(x).is_integer() else f"{x:g}"
+    if hi == math.inf:
+        return "a finite number" + ("" if lo == -math.inf else f" {'>=' if lo_in else '>'} {num(lo)}")
+    return f"in {'[' if lo_in else '('}{num(lo)}, {num(hi)}{']' if hi_in else ')'}"
+
+
+def check_values(cfg: dict) -> list[str]:
+    """The config values outside their meaning (RANGES), one line each; also NaN and infinities."""
+    errors = []
+    for (section, key), (lo, hi, lo_in, hi_in, what) in RANGES.items():
+        value = cfg.get(section, {}).get(key)
+        if value is None or isinstance(value, str):
+            continue  # a type error is reported where the value was read
+        ok = (math.isfinite(value) and (value >= lo if lo_in else value > lo)
+              and (value <= hi if hi_in else value < hi))
+        if not ok:
+            errors.append(f"{section}.{key} = {value!r} must be {_interval(lo, hi, lo_in, hi_in)} ({what})")
+    return errors
+
+
+def validate_values(cfg: dict):
+    """check_values as a ConfigError: what a command checks right after loading the config, before any work."""
+    errors = check_values(cfg)
+    if errors:
+        raise ConfigError("invalid config:\n  " + "\n  ".join(errors))
+
+
 def validate(cfg: dict, num_agents: int | None = None):
     """Refuse invalid combinations with the reason (PufferLib's puf_config_train_valid and more)."""
     t, v, p = cfg["train"], cfg["vec"], cfg["policy"]
     N = num_agents if num_agents is not None else v["total_agents"]
-    errors = []
+    errors = check_values(cfg)
+    if errors:
+        raise ConfigError("invalid config:\n  " + "\n  ".join(errors))
     if t["horizon"] < 1:
         errors.append(f"train.horizon must be >= 1, got {t['horizon']}")
     elif t["replay_ratio"] <= 0:

@@ -5,6 +5,7 @@
     python -m trainer.eval --env platformer --headless --episodes 1000   # perf over 1000 episodes
     python -m trainer.eval --env platformer --gif run.gif        # one episode to a GIF (no display)
     python -m trainer.eval --env platformer --headless --random  # the same measure for a random policy
+    python -m trainer.eval --env platformer --checkpoint-dir runs/ck   # latest under another folder
 
 Headless counting is fair: every env contributes exactly its first k episodes (k = episodes /
 parallel envs, rounded up). Counting whatever finishes first would over-count short episodes
@@ -14,8 +15,9 @@ as in training. --random replaces the policy by uniform random actions (each dis
 over its legal choices, each continuous head N(0, 1), what an untrained policy samples): the
 baseline a trained policy's figure is read against. A picture env takes the picture size the
 checkpoint was trained on (its sidecar says). Config flags (--env.frameskip 2,
---base.checkpoint_dir DIR, …) apply; what only shapes training is off (an env kind's evaluation
-values: a DDNet env's episodes start at the map's spawn, never from its curriculum).
+--base.checkpoint_dir DIR, …) apply; --checkpoint-dir DIR is --base.checkpoint_dir, spelled as
+trainer.run accepts it too. What only shapes training is off (an env kind's evaluation values: a
+DDNet env's episodes start at the map's spawn, never from its curriculum).
 """
 from __future__ import annotations
 
@@ -136,7 +138,10 @@ def main(argv=None) -> int:
     safe_console()  # a console or pipe that cannot encode a character gets '?'
     ap = argparse.ArgumentParser(prog="python -m trainer.eval", description=__doc__.split("\n")[0])
     ap.add_argument("--env", required=True, help=f"env name ({envs.describe_envs()}), or the path of a C header, JS game or server ini")
-    ap.add_argument("checkpoint", nargs="?", default="latest", help="latest (default) or a .bin path")
+    ap.add_argument("checkpoint", nargs="?", default="latest", help="latest (default: the newest under the "
+                    "checkpoint folder) or a .bin path")
+    ap.add_argument("--checkpoint-dir", "--checkpoint_dir", default=None, metavar="DIR",
+                    help="the checkpoint folder `latest` looks in (--base.checkpoint_dir; default: checkpoints)")
     ap.add_argument("--headless", action="store_true", help="no window: print perf over --episodes episodes")
     ap.add_argument("--episodes", type=int, default=1000, help="episodes to measure with --headless (default 1000)")
     ap.add_argument("--agents", type=int, default=1024, help="parallel envs for --headless (default 1024)")
@@ -148,11 +153,20 @@ def main(argv=None) -> int:
     ap.add_argument("--random", action="store_true",
                     help="uniform random actions instead of a checkpoint (the baseline; with --headless)")
     ap.add_argument("--adapter", default=None, help="GPU adapter name/backend substring")
+    ap.epilog = "config flags: --section.key value (--env.KEY, --base.checkpoint_dir, ...; trainer.run --help lists them)"
     flags, argv = config_mod.split_section_flags(sys.argv[1:] if argv is None else argv)
     args = ap.parse_args(argv)
+    bad = [f"--{k} must be >= 1, got {getattr(args, k)}" for k in ("episodes", "agents") if getattr(args, k) < 1]
+    bad += [f"--fps must be > 0, got {args.fps}"] if not args.fps > 0 else []
+    if bad:  # one line, like argparse's own usage errors (exit status 2)
+        print(f"error: {'; '.join(bad)}", file=sys.stderr)
+        return 2
     try:
         source = envs.resolve(args.env)  # once: the config and the env take the source
-        cfg, _ = config_mod.load(source, config_mod.parse_flags(flags))
+        flags = config_mod.parse_flags(flags)
+        if args.checkpoint_dir is not None:
+            flags["base.checkpoint_dir"] = args.checkpoint_dir
+        cfg, _ = config_mod.load(source, flags)
         if args.random and not args.headless:
             raise ValueError("--random measures the random policy: use it with --headless")
         if args.headless:
@@ -195,7 +209,7 @@ def main(argv=None) -> int:
                     print(" ".join(f"{k} {v:.3g}" for k, v in log.items()), flush=True)
                 frame = view()
                 time.sleep(max(0.0, 1.0 / args.fps - (time.perf_counter() - t)))
-    except (config_mod.ConfigError, ckpt.CheckpointError, GPUError, ValueError, RuntimeError, FileNotFoundError) as e:
+    except (config_mod.ConfigError, ckpt.CheckpointError, GPUError, ValueError, RuntimeError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     return 0

@@ -22,6 +22,8 @@ import json
 import sys
 from pathlib import Path
 
+from puffbase.atomic import atomic_write
+
 from . import metrics
 
 LOSS_KEYS = frozenset(metrics.LOSSES)
@@ -92,16 +94,40 @@ def config_markdown(header: dict) -> str:
 
 
 class JsonlLogger:
-    """The run's JSONL log: the header as a "config" line now, then an "epoch" line per log()."""
+    """The run's JSONL log: the header as a "config" line now, then an "epoch" line per log().
+    If the file cannot be written (a full disk), the log moves to `fallback` with its lines so far,
+    once, with a warning; without a fallback, or if that fails too, a LoggerError."""
 
-    def __init__(self, header: dict, path: Path):
+    def __init__(self, header: dict, path: Path, fallback: Path | None = None):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.fallback = Path(fallback) if fallback is not None else None
         self._write({"type": "config", **header})
 
     def _write(self, row: dict):
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(row) + "\n")
+        line = json.dumps(row) + "\n"
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(line)
+            return
+        except OSError as e:
+            reason = e.strerror or str(e)
+            if self.fallback is None or self.path == self.fallback:
+                raise LoggerError(f"cannot write the log {self.path} ({reason})") from None
+        try:
+            old = self.path.read_text(encoding="utf-8") if self.path.is_file() else ""
+        except OSError:
+            old = ""
+        if old and not old.endswith("\n"):
+            old = old[:old.rfind("\n") + 1]  # a line cut short by the failed write
+        try:
+            atomic_write(self.fallback, old + line)
+        except OSError as e2:
+            raise LoggerError(f"cannot write the log {self.path} ({reason}), nor its fallback {self.fallback} "
+                              f"({e2.strerror or e2})") from None
+        print(f"warning: cannot write the log {self.path} ({reason}); it goes on in {self.fallback}, with its "
+              f"lines so far", file=sys.stderr, flush=True)
+        self.path = self.fallback
 
     def log(self, metrics: dict):
         self._write({"type": "epoch", **metrics})
@@ -151,11 +177,11 @@ class Loggers:
     .jsonl), then `extra` objects with log/close (the sweep's reporter to Ray Tune, which may end
     the run inside its log call). log(metrics) once per epoch, close() at the end."""
 
-    def __init__(self, cfg: dict, header: dict, log_path: Path, extra=()):
+    def __init__(self, cfg: dict, header: dict, log_path: Path, extra=(), fallback: Path | None = None):
         base = cfg["base"]
         self.path = Path(log_path)
         run_dir = self.path.with_suffix("")
-        self.sinks = [JsonlLogger(header, self.path)]
+        self.sinks = [JsonlLogger(header, self.path, fallback)]
         try:
             if base.get("tensorboard"):
                 self.sinks.append(TensorBoardLogger(header, run_dir))
@@ -177,3 +203,27 @@ class Loggers:
             except Exception as e:  # a logger that fails to flush must not hide the run's result
                 print(f"warning: closing {type(s).__name__} failed: {e}", flush=True)
         self.sinks = []
+
+
+def drop_epochs_after(path: Path, epoch: int) -> int:
+    """On resuming from a checkpoint of `epoch` completed epochs: removes the log's epoch lines past
+    it (epochs trained after the last checkpoint, by a run that was killed before saving them, which
+    the resumed run trains and logs again) and any line a kill cut short, so that no epoch appears
+    twice. Rewritten atomically; returns how many lines went."""
+    path = Path(path)
+    if not path.is_file():
+        return 0
+    keep, dropped = [], 0
+    for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
+        try:
+            row = json.loads(line)
+            past = row.get("type") == "epoch" and int(row.get("epoch", 0)) > epoch
+        except (ValueError, TypeError, AttributeError):
+            past = True
+        if past or not line.endswith("\n"):
+            dropped += 1
+        else:
+            keep.append(line)
+    if dropped:
+        atomic_write(path, "".join(keep))
+    return dropped

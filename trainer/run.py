@@ -7,10 +7,15 @@ PufferLib 5.0's training loop, top to bottom. Each epoch:
               one learning rate per epoch (cosine);
     log       the epoch's metrics to the dashboard and the loggers (JSONL, TensorBoard, W&B);
     save      a checkpoint every checkpoint_interval epochs, and at the end.
-Ctrl-C or SIGTERM stops at the next env step (or after the update in progress) and saves a
-checkpoint of the last completed epoch; a second one quits at once. --base.load_model_path latest
-resumes. The env is reached only through its generic hooks: epoch_metrics() at rollout end,
-save_extras()/restore_extras() beside each checkpoint.
+Ctrl-C or SIGTERM stops at the next env step (or after the update in progress), saves a
+checkpoint of the last completed epoch and exits 128 + the signal (130, 143); a second one quits at
+once. --base.load_model_path latest resumes. The env is reached only through its generic hooks:
+epoch_metrics() at rollout end, save_extras()/restore_extras() beside each checkpoint.
+
+Nothing lost, nothing silent: the folders are test-written before any work, a save that fails goes
+to a fallback folder (checkpoint.fallback_dir) and training goes on, one process holds the run
+folder (checkpoint.lock_run), and an env that fails for good (a server, a JS game's error, a crash
+of its C code in this process) keeps the last complete epoch; every failure is an `error:` line.
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ import argparse
 import concurrent.futures
 import math
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -31,6 +37,7 @@ from typing import NamedTuple
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import envs  # noqa: E402
+from envs.errors import EnvCrashError  # noqa: E402
 from envs.interface import spread_seed  # noqa: E402
 from puffbase.console import safe_console  # noqa: E402
 
@@ -51,6 +58,10 @@ class TrainingError(RuntimeError):
     pass
 
 
+class InterruptedTwice(KeyboardInterrupt):
+    """A second Ctrl-C (or SIGTERM) while the first one's stop was under way: quit at once."""
+
+
 class Saved(NamedTuple):
     """A checkpoint this run wrote: its global step and the path of its weights."""
     step: int
@@ -69,6 +80,7 @@ class StopRequest:
 
     def __init__(self):
         self.signal: str | None = None  # the first signal received
+        self.signum: int | None = None
         self._previous = {}
 
     @property
@@ -81,8 +93,9 @@ class StopRequest:
 
     def _handle(self, signum, frame):
         if self.requested:
-            raise KeyboardInterrupt
+            raise InterruptedTwice
         self.signal = signal.Signals(signum).name
+        self.signum = signum
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
@@ -203,7 +216,17 @@ def train(env, cfg: dict, adapter: str | None = None, live: bool | None = None,
     base, vec, t = cfg["base"], local["vec"], local["train"]
     root = world.is_root
     say = print if root else (lambda *a, **k: None)  # the run's messages, once
+    source = envs.resolve(env)  # the one resolution of a run: everything below takes the source
     loggers_mod.check(cfg)  # a requested logger that is not installed fails before any work
+    if root:  # so do folders that cannot be written: made and test-written now, not at the first save
+        ckpt.writable(Path(base["checkpoint_dir"]) / source.name, "checkpoint folder", "--base.checkpoint_dir")
+        ckpt.writable(Path(base["log_dir"]) / source.name, "log folder", "--base.log_dir")
+        if base["load_model_path"] not in (None, "None"):  # a folder, a missing file, no checkpoint yet
+            resume = ckpt.resolve(base["load_model_path"], base["checkpoint_dir"], source.name)
+            meta = ckpt.read_sidecar(resume) or {}  # a puffgpu checkpoint continues its run (see below)
+            resumed_id = run_id or (meta.get("trainer_state") or {}).get("run_id") if "momentum" in meta else run_id
+            if resumed_id:  # a run another trainer trains now is refused now too (and locked below)
+                ckpt.check_run_free(ckpt.checkpoint_path(base["checkpoint_dir"], source.name, resumed_id, 0).parent)
     gpu = get_gpu(adapter, quiet=True, local_rank=world.local_rank)
     tuner = attach(gpu)  # kernel variants: pins, cache or timing (reads --kernels/--retune/--no-tune)
     if world.size > 1:
@@ -221,7 +244,6 @@ def train(env, cfg: dict, adapter: str | None = None, live: bool | None = None,
         say(CPU_NOTE, flush=True)
 
     # rank r's agents are seeded as agents r·N_r … of one process's run would be (for 1-agent envs)
-    source = envs.resolve(env)  # the one resolution of a run: everything below takes the source
     env = envs.make(source, vec["total_agents"], config=cfg["env"], num_threads=vec["num_threads"],
                     seed=spread_seed(base["seed"], world.rank * vec["total_agents"]),
                     check_actions=False,  # the sampler only emits valid indices
@@ -277,26 +299,93 @@ def train(env, cfg: dict, adapter: str | None = None, live: bool | None = None,
         for note in notes:
             say(note, flush=True)
     run_id = world.share(run_id or new_run_id())
+    # one process per run folder: a second trainer resuming this run is refused (the OS drops the
+    # lock when this process ends, however it ends); then what a killed save left is cleaned up
+    run_dir = ckpt.checkpoint_path(base["checkpoint_dir"], env.name, run_id, 0).parent
+    try:
+        lock = ckpt.lock_run(run_dir, f"trainer.run since {time.strftime('%Y-%m-%d %H:%M:%S')}") if root else None
+    except ckpt.CheckpointError:
+        env.close()
+        raise
+    try:
+        return _train_run(**locals())
+    finally:
+        if lock is not None:
+            lock.release()
+            if not any(p.name != ckpt.LOCK_NAME for p in run_dir.iterdir()):  # a run that saved nothing
+                shutil.rmtree(run_dir, ignore_errors=True)
 
+
+def _train_run(*, env, cfg, base, root, say, world, gpu, adapters, spec, policy, rollout, infers, learner, source, N,
+               N_all, T, B, epochs, epoch, global_step, resumed_from, run_id, run_dir, live, loggers, **_) -> dict:
+    """train() from the moment its run folder is locked: the loop, its logs and its checkpoints."""
+    for name in ckpt.clean_strays(run_dir) if root else ():
+        say(f"note: removed {run_dir / name}, a temporary file of a save that did not finish", flush=True)
     log_path = Path(base["log_dir"]) / env.name / f"{run_id}.jsonl"
+    if root and resumed_from is not None:
+        dropped = loggers_mod.drop_epochs_after(log_path, epoch)
+        if dropped:
+            say(f"note: {log_path}: dropped {dropped} line(s) past epoch {epoch} (logged after the last checkpoint; "
+                f"trained again now)", flush=True)
     header = {"run_id": run_id, "env": env.name, "adapter": gpu.describe(), "num_agents": N_all,
               "policy": spec.describe(), "epochs": epochs, "resumed_from": resumed_from, "config": cfg,
               "gpu_bytes": gpu_bytes(policy, rollout, infers, learner)}
     if world.size > 1:
         header["ranks"] = [{"adapter": a, "host": h, "pid": pid} for a, (h, pid) in zip(adapters, world.hosts)]
-    logs = loggers_mod.Loggers(cfg, header, log_path, extra=loggers) if root else Silent()
+    fallback_log = ckpt.fallback_dir().parent / "logs" / env.name / f"{run_id}.jsonl"
+    logs = loggers_mod.Loggers(cfg, header, log_path, extra=loggers, fallback=fallback_log) if root else Silent()
+    where = {"dir": Path(base["checkpoint_dir"]), "lock": None}  # where checkpoints go: the fallback after a failure
 
-    def save(step: int) -> Saved:
-        path = ckpt.checkpoint_path(base["checkpoint_dir"], env.name, run_id, step)
+    def write(folder: Path, step: int, weights, momentum, extras: bool) -> Path:
+        """One checkpoint under `folder`, or a CheckpointWriteError with nothing new of it left there."""
+        path = ckpt.checkpoint_path(folder, env.name, run_id, step)
+        written = []
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            ckpt.check_space(path.parent, ckpt.checkpoint_bytes(spec))
+            if extras:
+                written = env.save_extras(path)  # first, so a complete checkpoint (its sidecar) implies them
+            ckpt.save(path, weights, spec, env.name, step, config=cfg, momentum=momentum,
+                      state={"epoch": epoch, "global_step": step, "run_id": run_id})
+        except (OSError, ckpt.CheckpointWriteError) as e:
+            for p in written:  # the extras of a checkpoint that has no sidecar would only be in the way
+                Path(p).unlink(missing_ok=True)
+            if isinstance(e, ckpt.CheckpointWriteError):
+                raise
+            raise ckpt.CheckpointWriteError(f"cannot write the checkpoint {path} ({e.strerror or e})", path.parent,
+                                            e.strerror or str(e)) from None
+        return path
+
+    def save(step: int, extras: bool = True) -> Saved:
+        """The checkpoint of `step` from the GPU's weights; a folder that fails (permissions, a full disk)
+        sends it and the rest of the run's checkpoints to the fallback folder, said once."""
         weights, momentum = policy.read_weights(), learner.muon.read_momentum()
         world.check_identical("the weights", weights)  # data-parallel ranks must hold the same bits
         world.check_identical("the optimizer momentum", momentum)
+        path = None
         if root:
-            env.save_extras(path)  # first, so a complete checkpoint (its sidecar) implies its extras
-            ckpt.save(path, weights, spec, env.name, step, config=cfg, momentum=momentum,
-                      state={"epoch": epoch, "global_step": step, "run_id": run_id})
+            try:
+                path = write(where["dir"], step, weights, momentum, extras)
+            except ckpt.CheckpointWriteError as e:
+                fallback = ckpt.fallback_dir()
+                if where["dir"] == fallback:
+                    raise TrainingError(f"{e}; the run stopped (last checkpoint: {saved_path()})") from None
+                try:
+                    where["lock"] = ckpt.lock_run(ckpt.checkpoint_path(fallback, env.name, run_id, 0).parent,
+                                                  f"trainer.run, after {run_dir} failed")
+                    path = write(fallback, step, weights, momentum, extras)
+                except (ckpt.CheckpointError, OSError) as e2:
+                    raise TrainingError(f"{e}, and not in the fallback folder {fallback} either ({e2}); the run "
+                                        f"stopped (last checkpoint: {saved_path()})") from None
+                where["dir"] = fallback
+                print(f"warning: {e}: saved it in {path.parent} instead, where this run's checkpoints go from now on; "
+                      f"training goes on\n  resume with --base.checkpoint_dir {fallback} --base.load_model_path latest",
+                      file=sys.stderr, flush=True)
         world.barrier()  # no rank runs on (and may fail) while rank 0 is still writing
         return Saved(step, path)
+
+    def saved_path():
+        return f"{saved.path} (step {saved.step:,})" if saved else "none saved in this run"
 
     dash = Dashboard(env.name, gpu.describe(), run_id, epochs * N_all * T, live=live) if root else Silent()
     picture = f" (a {'x'.join(map(str, spec.picture))} picture, {spec.obs_dtype})" if spec.picture else ""
@@ -313,9 +402,9 @@ def train(env, cfg: dict, adapter: str | None = None, live: bool | None = None,
     env_metrics: dict = {}  # the last value of each env metric: an epoch in which no episode ends keeps them
     saved, metrics = None, {}
     start, epoch_times = time.perf_counter(), []
-    env.reset()
     with StopRequest() as stop:
         try:
+            env.reset()
             while epoch < epochs:  # a stop is seen after the rollout (by every rank at once)
                 t0 = time.perf_counter()
                 watch.reset()
@@ -364,26 +453,42 @@ def train(env, cfg: dict, adapter: str | None = None, live: bool | None = None,
                     saved = save(global_step)
             if global_step > 0 and (saved is None or saved.step != global_step):
                 saved = save(global_step)
-        except envs.EnvError as e:  # the env failed for good: keep the last complete epoch, then say why
-            # (one process only: a data-parallel rank's env fails alone, and saving is collective)
+        except (envs.EnvError, loggers_mod.LoggerError, OSError) as e:
+            # the env failed for good, or a log could not be written: keep the last complete epoch (its
+            # weights are on the GPU, which env code does not reach), then say why. Not after a crash of
+            # the env's code in this process: its extras are the env's memory, which is not trusted now.
+            # (One process only: a data-parallel rank's env fails alone, and saving is collective.)
+            crashed = isinstance(e, EnvCrashError)
             if world.size == 1 and global_step > 0 and (saved is None or saved.step != global_step):
-                saved = save(global_step)
+                saved = save(global_step, extras=not crashed)
             if saved:
                 kept = f"checkpoint {saved.path} (step {saved.step:,})"
             else:
                 kept = "no checkpoint (" + ("no epoch completed" if world.size == 1 else "none saved yet") + ")"
-            raise envs.EnvError(f"{e}\nthe run stopped; kept: {kept}") from None
+            what, advice = (e.what, f"; {e.advice}") if crashed else (str(e), "")
+            cls = envs.EnvError if isinstance(e, envs.EnvError) else TrainingError
+            raise cls(f"{what}\nthe run stopped; kept: {kept}{advice}") from None
         finally:
             dash.close()
+            log_path = logs_path(logs, log_path)  # its fallback, if the log had to move
             logs.close()
             pool.shutdown(wait=True)
             env.close()
+            if where["lock"] is not None:
+                where["lock"].release()
     how = f"stopped ({stop.reason})" if stop.requested else "done"
     checkpoint = saved.path if saved else None
     say(f"{how}: {global_step:,} steps in {fmt_time(time.perf_counter() - start)}; checkpoint {checkpoint}; "
           f"log {log_path}", flush=True)
     return {"checkpoint": checkpoint, "global_step": global_step, "epoch": epoch, "run_id": run_id,
-            "log": log_path, "metrics": metrics, "stopped": stop.requested, "num_floats": spec.num_floats}
+            "log": log_path, "metrics": metrics, "stopped": stop.requested, "signal": stop.signum,
+            "num_floats": spec.num_floats}
+
+
+def logs_path(logs, planned: Path) -> Path:
+    """Where the run's JSONL log is: where it was planned, or its fallback after a failed write."""
+    sinks = getattr(logs, "sinks", None) or []
+    return getattr(sinks[0], "path", planned) if sinks else planned
 
 
 def gpu_errors() -> tuple:
@@ -429,6 +534,7 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"--env is required; built-in envs: {', '.join(envs.list_envs())}")
         source = envs.resolve(args.env)  # once: the config, the env and its messages take the source
         cfg, _ = config_mod.load(source, config_mod.parse_flags(rest))
+        config_mod.validate_values(cfg)  # values outside their meaning: before any work
     except (config_mod.ConfigError, ValueError, FileNotFoundError, envs.EnvError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -443,18 +549,22 @@ def main(argv: list[str] | None = None) -> int:
     world = None
     try:
         world = distributed.connect()
-        train(source, cfg, adapter=args.adapter, live=False if args.plain else None, world=world)
-    except (config_mod.ConfigError, ckpt.CheckpointError, TrainingError, ValueError, FileNotFoundError,
+        res = train(source, cfg, adapter=args.adapter, live=False if args.plain else None, world=world)
+    except (config_mod.ConfigError, ckpt.CheckpointError, TrainingError, ValueError, OSError,
             envs.EnvError, distributed.DistributedError, *gpu_errors()) as e:
         return failed(world, f"error: {e}", 1)
+    except InterruptedTwice:
+        return failed(world, "interrupted twice: stopped without saving the epochs since the last checkpoint", 130)
     except KeyboardInterrupt:
-        return failed(world, "interrupted twice: stopped without saving", 130)
+        return failed(world, "interrupted before training started: nothing to save", 130)
     except BaseException:
         if world is None or world.size == 1:
             raise
         import traceback
         traceback.print_exc()
         return failed(world, "error: the run failed (the traceback above)", 1)
+    if res["stopped"]:  # saved, but not finished: the shell's convention, 128 + the signal (Ctrl-C: 130)
+        return 128 + (res["signal"] or signal.SIGINT)
     return 0
 
 

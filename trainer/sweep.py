@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from puffbase.atomic import atomic_write
+from puffbase.lock import lock_file  # the adapter claims (claim_adapter)
 
 from . import config as config_mod
 from .distributed import World
@@ -294,25 +295,6 @@ def local_adapters() -> list[str]:
     if not names:
         raise GPUError(INSTALL_HINT)
     return names
-
-
-def lock_file(path):
-    """The open file `path` holding an exclusive lock, or None while another process (or another
-    open of it) holds one. The OS drops the lock when the file closes or the process ends, so a
-    crashed trial leaves no stale lock. flock on POSIX, msvcrt.locking of byte 0 on Windows."""
-    f = open(path, "a+", encoding="utf-8")  # a+: never truncates a file someone else has locked
-    try:
-        if sys.platform == "win32":
-            import msvcrt
-            f.seek(0)
-            msvcrt.locking(f.fileno(), msvcrt.LK_NBLCK, 1)
-        else:
-            import fcntl
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return f
-    except OSError:
-        f.close()
-        return None
 
 
 def _user_tag() -> str:

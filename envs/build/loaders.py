@@ -53,9 +53,12 @@ void vec_set_threads(VecEnv* vec, int num_threads);
 void vec_set_clear_outputs(VecEnv* vec, int on);
 void vec_bind(VecEnv* vec, void* observations, float* actions, float* rewards,
               float* terminals, unsigned char* action_mask);
-void vec_reset(VecEnv* vec);
-void vec_step(VecEnv* vec);
-void vec_step_range(VecEnv* vec, int lo, int hi, int threads);
+int vec_reset(VecEnv* vec);
+int vec_step(VecEnv* vec);
+int vec_step_range(VecEnv* vec, int lo, int hi, int threads);
+void vec_guard_enable(int on);
+int vec_crashed(VecEnv* vec);
+const char* vec_crash_message(VecEnv* vec);
 float vec_log(VecEnv* vec);
 float vec_log_range(VecEnv* vec, int lo, int hi);
 Dict* vec_log_dict(VecEnv* vec);

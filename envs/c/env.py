@@ -32,11 +32,22 @@ Go-Explore env: its archive), so that the trainer names no env feature:
     env.epoch_metrics()             at rollout end: {key: value} to log as env/<key>
     env.save_extras(checkpoint)     before a checkpoint's files: saves the env's state beside it
     env.restore_extras(checkpoint)  on resume: loads it back; returns lines for the user
+
+A fatal signal in the env's C code (a NULL dereference in puf_step, an assert) does not kill the
+process: vecenv.c catches it on the thread that ran the env and the call raises EnvCrashError,
+naming the signal, the function and the env; the env is dead from then on (every call raises the
+same error, close() leaves its memory alone) and the caller keeps what it has, the trainer its
+weights. docs/design.md section 10 says why that is safe and what is not.
 """
+
+import shlex
+import sys
+from pathlib import Path
 
 import numpy as np
 
 from ..build import load_module
+from ..errors import EnvCrashError
 from ..interface import PICTURE_KEYS, EnvBase, check_counts, merge_config, usable_cpus
 from .goexplore import GoExploreMixin, check_config
 
@@ -44,6 +55,8 @@ from .goexplore import GoExploreMixin, check_config
 class VecEnv(EnvBase):
     """See the module docstring. Create with envs.make(). A header that includes goexplore.h
     gets a GoExploreVecEnv (below), with the archive's methods."""
+
+    _crash = None  # the EnvCrashError once a fatal signal in the env's code made the vecenv dead
 
     def __init__(self, source, total_agents, config=None, num_threads=None, seed=0,
                  check_actions=True, num_buffers=1):
@@ -78,9 +91,12 @@ class VecEnv(EnvBase):
         if not isinstance(num_threads, (int, np.integer)) or num_threads < 1:
             raise ValueError(f"num_threads must be a positive int or None, got {num_threads!r}")
         err = ffi.new("char[]", 1024)
+        self._crash = None
+        lib.vec_guard_enable(1)  # a fatal signal in the env's code: EnvCrashError, not a dead process
         self._vec = lib.vec_create(int(total_agents), self._kwargs, int(seed), 1, err, 1024)
         if self._vec == ffi.NULL:
             raise ValueError(f"creating {self.name} envs failed: {ffi.string(err).decode()}")
+        self._check_crash()  # puf_init
         self.num_envs = lib.vec_num_envs(self._vec)
         self.num_agents = n = lib.vec_num_agents(self._vec)
         self.obs_size = lib.vec_env_obs_size(self._vec)  # the row after puf_init (PUF_OBS_SIZE)
@@ -200,7 +216,8 @@ class VecEnv(EnvBase):
         self._take_actions(actions, r0, r1)
         if threads is None:
             threads = max(1, self.num_threads // self.num_buffers)
-        self._lib.vec_step_range(vec, e0, e1, int(threads))
+        if self._lib.vec_step_range(vec, e0, e1, int(threads)):
+            self._check_crash()
 
     def set_clear_outputs(self, on):
         """False: rewards/terminals are left to the env between steps (PufferLib's CPU evaluator
@@ -217,20 +234,44 @@ class VecEnv(EnvBase):
         return merge_config(source.env_config(), overrides, source.name, source.ini)
 
     def _live(self):
+        if self._crash is not None:
+            raise self._crash
         if self._vec is None:
             raise RuntimeError(f"{self.name} env is closed")
         return self._vec
 
+    def _check_crash(self):
+        """Raises EnvCrashError if a fatal signal in the env's code made the vecenv dead."""
+        if self._crash is None and self._vec is not None and self._lib.vec_crashed(self._vec):
+            what = self._ffi.string(self._lib.vec_crash_message(self._vec)).decode("utf-8", "replace")
+            self._crash = EnvCrashError(f"{self.name}: the env's C code crashed: {what} ({self.source.path})",
+                                        self._crash_advice())
+        if self._crash is not None:
+            raise self._crash
+
+    def _crash_advice(self):
+        """What to do after a crash: isolation, and the commands that reproduce it in a debugger or
+        under AddressSanitizer (the checkout's sanitizer build, for a plain header)."""
+        debugger = "lldb -o run --" if sys.platform == "darwin" else "gdb -batch -ex run -ex bt --args"
+        command = shlex.join(getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv])
+        sanitize = Path(__file__).resolve().parents[2] / "checks" / "sanitize_envs.sh"
+        asan = (f" (or under AddressSanitizer: {sanitize} {self.header})"
+                if sanitize.is_file() and Path(self.header) == Path(self.source.path) else "")
+        return (f"--env.isolate 1 runs the env in a process that is restarted after a crash; to find the bug: "
+                f"{debugger} {command}{asan}")
+
     def reset(self):
         """Resets every env; observations hold the first observations, rewards and terminals 0."""
-        self._lib.vec_reset(self._live())
+        if self._lib.vec_reset(self._live()):
+            self._check_crash()
         return self._observations
 
     def step(self, actions=None):
         """Steps every env with env.actions (or copies `actions` [N, K] into it first)."""
         vec = self._live()
         self._take_actions(actions)
-        self._lib.vec_step(vec)
+        if self._lib.vec_step(vec):
+            self._check_crash()
 
     def log(self):
         """Episode stats since the last call, averaged over the episodes that finished
@@ -252,6 +293,7 @@ class VecEnv(EnvBase):
     def _log_range(self, lo, hi):
         vec, lib, ffi = self._live(), self._lib, self._ffi
         total = lib.vec_log_range(vec, lo, hi)
+        self._check_crash()  # puf_log
         if total == 0:
             return {}
         d = lib.vec_log_dict(vec)
@@ -269,6 +311,7 @@ class VecEnv(EnvBase):
         w = self._ffi.new("int*")
         h = self._ffi.new("int*")
         ptr = self._lib.vec_render(vec, index, w, h)
+        self._check_crash()
         if ptr == self._ffi.NULL:
             raise NotImplementedError(f"{self.name}: puf_render drew nothing (draw with raylib "
                                       f"calls: InitWindow, BeginDrawing, DrawRectangle, ...)")
@@ -285,11 +328,12 @@ class VecEnv(EnvBase):
         if not self.has_scripted:
             raise NotImplementedError(f"{self.name} defines no PUF_SCRIPTED_POLICY")
         self._lib.vec_scripted(self._live())
+        self._check_crash()
         return self._actions
 
     def close(self):
         if getattr(self, "_vec", None) is not None:
-            self._lib.vec_close(self._vec)
+            self._lib.vec_close(self._vec)  # a crashed vecenv's memory is left alone
             self._vec = None
 
     def __repr__(self):

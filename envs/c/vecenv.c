@@ -15,6 +15,14 @@
  * PufferLib's num_buffers groups are contiguous env
  * ranges [lo, hi): vec_step_range steps one, and two ranges may be stepped at once from two host
  * threads (they share no memory). Nothing is allocated per step.
+ *
+ * Crash guard (POSIX; the host turns it on with vec_guard_enable): a fatal signal (SIGSEGV,
+ * SIGBUS, SIGFPE, SIGILL, SIGABRT) raised while a thread runs an env's puf_* function jumps back
+ * to that thread's entry into the envs, marks the vecenv dead and names the signal, the function
+ * and the env (vec_crash_message); the host raises an error and never calls into these envs
+ * again. A signal anywhere else goes to the handler that was there before (Python's
+ * faulthandler, or the default: the process dies as it would have). docs/design.md section 10
+ * says what is and is not safe after such a signal.
  */
 #include ENV_HEADER
 
@@ -72,7 +80,221 @@ typedef struct VecEnv {
     int clear_outputs; /* zero rewards/terminals before puf_step, as PufferLib's trainer does */
     Dict log_out;     /* what puf_log names (C-owned: dict_set may grow it) */
     void* archive;    /* the envs' shared Go-Explore archive, if they use one (goexplore_vec.h) */
+    Dict* init_kwargs; /* puf_init's, while vec_create runs */
+    Log* log_sum;     /* puf_log's, while vec_log_range runs */
+    int init_ok;
+    volatile int dead; /* a fatal signal ended a call into the envs: never call into them again */
+    char crash[256];  /* what happened (vec_crash_message) */
 } VecEnv;
+
+/* ---- The crash guard ---------------------------------------------------------------------- */
+#if !defined(_WIN32)
+#define VEC_GUARD 1
+#include <pthread.h>
+#include <signal.h>
+
+/* Per thread (a pthread key, not _Thread_local: the handler must read it without the dynamic TLS
+ * allocation a first access may do, and pthread_getspecific never allocates). */
+typedef struct VecGuard {
+    sigjmp_buf jump;                /* the thread's entry into the envs */
+    volatile sig_atomic_t armed;    /* 1 while the thread runs env code */
+    volatile int env;               /* the env it runs */
+    const char* volatile fn;        /* and which function */
+    volatile int signal, code;      /* what was caught */
+    void* volatile addr;
+    void* stack;                    /* the alternate signal stack it got from us, or NULL */
+} VecGuard;
+
+#define VEC_GUARD_SIGNALS 5
+#define VEC_GUARD_STACK ((size_t)64 << 10)  /* a handler that catches a stack overflow runs here */
+static const int vec_guard_signals[VEC_GUARD_SIGNALS] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+static struct sigaction vec_guard_previous[VEC_GUARD_SIGNALS];
+static volatile sig_atomic_t vec_guard_chained[VEC_GUARD_SIGNALS];
+static pthread_key_t vec_guard_key;
+static pthread_once_t vec_guard_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t vec_guard_lock = PTHREAD_MUTEX_INITIALIZER;
+static int vec_guard_on;
+
+static void vec_guard_thread_end(void* p) {
+    VecGuard* g = (VecGuard*)p;
+    if (g->stack != NULL) {
+        stack_t off;
+        memset(&off, 0, sizeof off);
+        off.ss_flags = SS_DISABLE;
+        sigaltstack(&off, NULL);
+        free(g->stack);
+    }
+    free(g);
+}
+
+static void vec_guard_key_init(void) { pthread_key_create(&vec_guard_key, vec_guard_thread_end); }
+
+/* Not ours: the handler that was installed before, once (a second fault is already the end),
+ * else the default action, so the process dies of this signal as it would have without us. */
+static void vec_guard_chain(int sig, siginfo_t* info, void* context) {
+    int i = 0;
+    while (i < VEC_GUARD_SIGNALS - 1 && vec_guard_signals[i] != sig) i++;
+    struct sigaction* prev = &vec_guard_previous[i];
+    if (!vec_guard_chained[i]) {
+        vec_guard_chained[i] = 1;
+        if ((prev->sa_flags & SA_SIGINFO) && prev->sa_sigaction != NULL) {
+            prev->sa_sigaction(sig, info, context);
+            return;
+        }
+        if (!(prev->sa_flags & SA_SIGINFO) && prev->sa_handler != SIG_DFL && prev->sa_handler != SIG_IGN) {
+            prev->sa_handler(sig);
+            return;
+        }
+    }
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, NULL);
+    if (info == NULL || info->si_code <= 0) raise(sig);  /* sent (abort, kill): send it again */
+    /* a fault: returning runs the faulting instruction again, which now kills the process */
+}
+
+static void vec_guard_handler(int sig, siginfo_t* info, void* context) {
+    VecGuard* g = (VecGuard*)pthread_getspecific(vec_guard_key);
+    if (g != NULL && g->armed) {
+        g->armed = 0;
+        g->signal = sig;
+        g->code = info != NULL ? info->si_code : 0;
+        g->addr = info != NULL ? info->si_addr : NULL;
+        siglongjmp(g->jump, 1);
+    }
+    vec_guard_chain(sig, info, context);
+}
+
+/* Ours is the handler of every guarded signal: installed on the first call and again whenever
+ * someone replaced it since (faulthandler.enable() after the env was made), remembering theirs. */
+static void vec_guard_install(void) {
+    for (int i = 0; i < VEC_GUARD_SIGNALS; i++) {
+        struct sigaction now;
+        if (sigaction(vec_guard_signals[i], NULL, &now) != 0) continue;
+        if ((now.sa_flags & SA_SIGINFO) && now.sa_sigaction == vec_guard_handler) continue;
+        struct sigaction ours;
+        memset(&ours, 0, sizeof ours);
+        ours.sa_sigaction = vec_guard_handler;
+        ours.sa_flags = SA_SIGINFO | SA_ONSTACK;
+        sigemptyset(&ours.sa_mask);
+        pthread_mutex_lock(&vec_guard_lock);
+        if (sigaction(vec_guard_signals[i], &ours, &now) == 0 &&
+            !((now.sa_flags & SA_SIGINFO) && now.sa_sigaction == vec_guard_handler)) {
+            vec_guard_previous[i] = now;
+            vec_guard_chained[i] = 0;
+        }
+        pthread_mutex_unlock(&vec_guard_lock);
+    }
+}
+
+/* This thread's guard, made on its first entry into the envs (with an alternate signal stack if
+ * it has none, so that a stack overflow in env code is caught too); NULL if out of memory. */
+static VecGuard* vec_guard_thread(void) {
+    VecGuard* g = (VecGuard*)pthread_getspecific(vec_guard_key);
+    if (g != NULL) return g;
+    g = (VecGuard*)calloc(1, sizeof(VecGuard));
+    if (g == NULL) return NULL;
+    stack_t old;
+    if (sigaltstack(NULL, &old) == 0 && (old.ss_flags & SS_DISABLE)) {
+        stack_t st;
+        memset(&st, 0, sizeof st);
+        st.ss_sp = malloc(VEC_GUARD_STACK);
+        st.ss_size = VEC_GUARD_STACK;
+        if (st.ss_sp != NULL && sigaltstack(&st, NULL) == 0) g->stack = st.ss_sp;
+        else free(st.ss_sp);
+    }
+    if (pthread_setspecific(vec_guard_key, g) != 0) {
+        vec_guard_thread_end(g);
+        return NULL;
+    }
+    return g;
+}
+
+static const char* vec_signal_text(int sig, int code) {
+    switch (sig) {
+    case SIGSEGV: return "SIGSEGV, an invalid memory access";
+    case SIGBUS: return "SIGBUS, a misaligned or unmapped memory access";
+    case SIGFPE:
+        if (code == FPE_INTDIV) return "SIGFPE, an integer division by zero";
+        if (code == FPE_INTOVF) return "SIGFPE, an integer overflow";
+        return "SIGFPE, an arithmetic error";
+    case SIGILL: return "SIGILL, an illegal instruction";
+    case SIGABRT: return "SIGABRT: abort() was called (a failed assert?)";
+    default: return "a fatal signal";
+    }
+}
+
+/* Back from the jump (an ordinary context again): the signal is still blocked in this thread,
+ * since the handler did not return; unblock it and record the first crash. */
+static void vec_guard_caught(VecEnv* vec, VecGuard* g) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, g->signal);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    pthread_mutex_lock(&vec_guard_lock);
+    if (!vec->dead) {
+        char where[48] = "";
+        if ((g->signal == SIGSEGV || g->signal == SIGBUS) && g->code > 0)  /* a fault, not a sent signal */
+            snprintf(where, sizeof where, " at address 0x%llx", (unsigned long long)(uintptr_t)g->addr);
+        char env[32] = "";
+        if (g->env >= 0) snprintf(env, sizeof env, " of env %d", g->env);
+        snprintf(vec->crash, sizeof vec->crash, "%s%s, in %s%s", vec_signal_text(g->signal, g->code), where,
+                 g->fn, env);
+        vec->dead = 1;
+    }
+    pthread_mutex_unlock(&vec_guard_lock);
+}
+#else
+#define VEC_GUARD 0
+#endif
+
+/* 1: catch fatal signals in env code from now on (envs/c/env.py asks; the isolation server and
+ * the plain-C driver do not, so there a crash stays a crash, for the supervisor or a debugger). */
+void vec_guard_enable(int on) {
+#if VEC_GUARD
+    pthread_once(&vec_guard_once, vec_guard_key_init);
+    vec_guard_on = on != 0;
+    if (vec_guard_on) vec_guard_install();
+#else
+    (void)on;
+#endif
+}
+int vec_crashed(VecEnv* vec) { return vec->dead; }
+const char* vec_crash_message(VecEnv* vec) { return vec->crash; }
+
+/* run(vec, lo, hi, guard) on this thread: the one way host code enters env code. With the guard
+ * on, a fatal signal in any env ends this thread's share and marks the vecenv dead; each share
+ * stops before its next env once the vecenv is dead. `run` marks the env it calls with VEC_AT,
+ * for the message (one store per env; the jump target is set once per share). */
+#if VEC_GUARD
+#define VEC_AT(g, e) do { if ((g) != NULL) (g)->env = (e); } while (0)
+#else
+typedef struct VecGuard VecGuard;
+#define VEC_AT(g, e) ((void)(g), (void)(e))
+#endif
+typedef void (*vec_run_fn)(VecEnv* vec, int lo, int hi, VecGuard* g);
+
+static void vec_run_envs(VecEnv* vec, int lo, int hi, const char* fn, vec_run_fn run) {
+#if VEC_GUARD
+    VecGuard* g = vec_guard_on ? vec_guard_thread() : NULL;
+    if (g != NULL) {
+        if (sigsetjmp(g->jump, 0) != 0) {
+            vec_guard_caught(vec, g);
+            return;
+        }
+        g->fn = fn;
+        g->env = lo;
+        g->armed = 1;
+        run(vec, lo, hi, g);
+        g->armed = 0;
+        return;
+    }
+#endif
+    (void)fn;
+    run(vec, lo, hi, NULL);
+}
 
 /* ---- Compile-time facts about the env, for the Python side ---- */
 int vec_obs_size(void) { return OBS_SIZE; }
@@ -132,20 +354,24 @@ static unsigned int vec_seed_mix(unsigned int seed, unsigned int index) {
     return h;
 }
 
-/* puf_init with a missing config key caught (1 = ok). Nothing is live across the jump. */
-static int vec_init_env(Env* env, Dict* kwargs) {
+/* puf_init of env e (lo) with a missing config key caught (init_ok = 0). Nothing is live across
+ * the jump. */
+static void vec_init_env(VecEnv* vec, int e, int hi, VecGuard* g) {
+    (void)hi, (void)g;
     jmp_buf jump;
+    vec->init_ok = 0;
     if (setjmp(jump) != 0) {
         puf_dict_missing_jump = NULL;
-        return 0;
+        return;
     }
     puf_dict_missing_jump = &jump;
-    puf_init(env, kwargs);
+    puf_init(&vec->envs[e], vec->init_kwargs);
     puf_dict_missing_jump = NULL;
-    return 1;
+    vec->init_ok = 1;
 }
 
-/* Returns NULL and writes a message into err on failure. */
+/* Returns NULL and writes a message into err on failure; a fatal signal in puf_init (with the
+ * guard on) returns a dead vecenv instead, whose vec_crash_message says what happened. */
 VecEnv* vec_create(int total_agents, Dict* kwargs, unsigned int seed, int num_threads, char* err,
                    int err_len) {
     if (total_agents <= 0) {
@@ -173,7 +399,10 @@ VecEnv* vec_create(int total_agents, Dict* kwargs, unsigned int seed, int num_th
     while (agents < total_agents) {
         Env* env = &envs[n];
         env->rng = vec_seed_mix(seed, (unsigned int)n);
-        if (!vec_init_env(env, kwargs)) {
+        vec->init_kwargs = kwargs;
+        vec_run_envs(vec, n, n + 1, "puf_init", vec_init_env);
+        if (vec->dead) return vec;  /* nothing of these envs is touched again, not even to free it */
+        if (!vec->init_ok) {
             snprintf(err, err_len,
                      "the env reads [env] key '%s' with dict_get, but the config has no such key; "
                      "add it to the [env] section of the env's .ini",
@@ -266,62 +495,89 @@ static inline void vec_clear_env_outputs(Env* env) {
     }
 }
 
-static void vec_reset_envs(void* arg, int lo, int hi) {
-    Env* envs = ((VecEnv*)arg)->envs;
-    for (int e = lo; e < hi; e++) {
-        vec_clear_env_outputs(&envs[e]);
-        puf_reset(&envs[e]);
+static void vec_reset_range(VecEnv* vec, int lo, int hi, VecGuard* g) {
+    for (int e = lo; e < hi && !vec->dead; e++) {
+        VEC_AT(g, e);
+        vec_clear_env_outputs(&vec->envs[e]);
+        puf_reset(&vec->envs[e]);
     }
 }
 
-static void vec_step_envs(void* arg, int lo, int hi) {
-    VecEnv* vec = (VecEnv*)arg;
-    Env* envs = vec->envs;
+static void vec_step_range_in(VecEnv* vec, int lo, int hi, VecGuard* g) {
     int clear = vec->clear_outputs;
-    for (int e = lo; e < hi; e++) {
-        if (clear) vec_clear_env_outputs(&envs[e]);
-        puf_step(&envs[e]);
+    for (int e = lo; e < hi && !vec->dead; e++) {
+        VEC_AT(g, e);
+        if (clear) vec_clear_env_outputs(&vec->envs[e]);
+        puf_step(&vec->envs[e]);
     }
 }
 
-/* fn over envs [lo, hi) on `threads` threads, statically partitioned (OpenMP's schedule(static),
- * or threadpool.h's identical split). */
+static void vec_reset_envs(void* arg, int lo, int hi) { vec_run_envs((VecEnv*)arg, lo, hi, "puf_reset", vec_reset_range); }
+static void vec_step_envs(void* arg, int lo, int hi) { vec_run_envs((VecEnv*)arg, lo, hi, "puf_step", vec_step_range_in); }
+
+/* fn over envs [lo, hi) on `threads` threads, statically partitioned: thread i of t takes the
+ * i-th contiguous chunk (q = n / t envs, the first n mod t one more), OpenMP's schedule(static)
+ * and threadpool.h's split. One call of fn per thread: its entry into the envs (the guard's jump
+ * target) is set once per step, not once per env. */
 static void vec_parallel(VecEnv* vec, int lo, int hi, int threads, void (*fn)(void*, int, int)) {
     if (threads <= 1 || hi - lo <= 1) {  /* what thread 0 would run, without a team's start and join */
         fn(vec, lo, hi);
         return;
     }
 #ifdef _OPENMP
-    #pragma omp parallel for schedule(static) num_threads(threads)
-    for (int e = lo; e < hi; e++) fn(vec, e, e + 1);
+    #pragma omp parallel num_threads(threads)
+    {
+        int t = omp_get_num_threads(), i = omp_get_thread_num(), n = hi - lo;
+        int q = n / t, r = n % t;
+        int a = lo + i * q + (i < r ? i : r);
+        fn(vec, a, a + q + (i < r ? 1 : 0));
+    }
 #else
     pool_parallel_for(lo, hi, threads, fn, vec);
 #endif
 }
 
-void vec_reset(VecEnv* vec) {
+/* Each returns 0, or 1 when a fatal signal in the envs made the vecenv dead (vec_crash_message). */
+int vec_reset(VecEnv* vec) {
+    if (vec->dead) return 1;
+#if VEC_GUARD
+    if (vec_guard_on) vec_guard_install();
+#endif
     vec_parallel(vec, 0, vec->num_envs, vec->num_threads, vec_reset_envs);
+    return vec->dead;
 }
 
 /* Steps envs [lo, hi) with `threads` threads (< 1: the vecenv's count). */
-void vec_step_range(VecEnv* vec, int lo, int hi, int threads) {
+int vec_step_range(VecEnv* vec, int lo, int hi, int threads) {
+    if (vec->dead) return 1;
+#if VEC_GUARD
+    if (vec_guard_on) vec_guard_install();
+#endif
     if (lo < 0) lo = 0;
     if (hi > vec->num_envs) hi = vec->num_envs;
     if (threads < 1) threads = vec->num_threads;
     vec_parallel(vec, lo, hi, threads, vec_step_envs);
+    return vec->dead;
 }
 
-void vec_step(VecEnv* vec) {
-    vec_step_range(vec, 0, vec->num_envs, vec->num_threads);
+int vec_step(VecEnv* vec) {
+    if (vec_step_range(vec, 0, vec->num_envs, vec->num_threads)) return 1;
 #ifdef GOEXPLORE_H
     ge_sync((GeArchive*)vec->archive);  /* between steps, in env order: deterministic */
 #endif
+    return 0;
 }
 
 /* PufferLib's vec_log over envs [lo, hi): sum every Log field over envs with n != 0, clear those
  * logs, divide all fields by the total n, and let puf_log name them into vec_log_dict(vec).
  * Returns the total n (0: nothing finished since the last call, and the dict is left empty). */
+static void vec_log_call(VecEnv* vec, int lo, int hi, VecGuard* g) {
+    (void)lo, (void)hi, (void)g;
+    puf_log(vec->log_sum, &vec->log_out);
+}
+
 float vec_log_range(VecEnv* vec, int lo, int hi) {
+    if (vec->dead) return 0.0f;
     Log sum;
     memset(&sum, 0, sizeof(Log));
     float* s = (float*)&sum;
@@ -342,8 +598,9 @@ float vec_log_range(VecEnv* vec, int lo, int hi) {
     vec->log_out.size = 0;
     if (total == 0.0f) return 0.0f;
     for (int i = 0; i < VEC_LOG_FIELDS; i++) s[i] /= total;
-    puf_log(&sum, &vec->log_out);
-    return total;
+    vec->log_sum = &sum;
+    vec_run_envs(vec, -1, 0, "puf_log", vec_log_call);  /* -1: no env's own call */
+    return vec->dead ? 0.0f : total;
 }
 
 float vec_log(VecEnv* vec) { return vec_log_range(vec, 0, vec->num_envs); }
@@ -357,13 +614,18 @@ void vec_log_counts(VecEnv* vec, float* out) {
 
 /* Renders env `index` into the canvas; returns the pixels ([*height][*width][3]) or NULL if the
  * env drew nothing. Valid until the next render call. */
+static void vec_render_env(VecEnv* vec, int e, int hi, VecGuard* g) {
+    (void)hi, (void)g;
+    puf_render(&vec->envs[e]);
+}
+
 const unsigned char* vec_render(VecEnv* vec, int index, int* width, int* height) {
     *width = 0;
     *height = 0;
-    if (index < 0 || index >= vec->num_envs) return NULL;
+    if (vec->dead || index < 0 || index >= vec->num_envs) return NULL;
     puf_canvas.dirty = 0;
-    puf_render(&vec->envs[index]);
-    if (puf_canvas.pixels == NULL || puf_canvas.width <= 0 || !puf_canvas.dirty) return NULL;
+    vec_run_envs(vec, index, index + 1, "puf_render", vec_render_env);
+    if (vec->dead || puf_canvas.pixels == NULL || puf_canvas.width <= 0 || !puf_canvas.dirty) return NULL;
     *width = puf_canvas.width;
     *height = puf_canvas.height;
     return puf_canvas.pixels;
@@ -398,9 +660,10 @@ int vec_has_scripted(void) {
 #endif
 }
 
-void vec_scripted(VecEnv* vec) {
 #if defined(PUF_SCRIPTED_POLICY) || defined(PUF_SCRIPTED_ENV_POLICY)
-    for (int e = 0; e < vec->num_envs; e++) {
+static void vec_scripted_range(VecEnv* vec, int lo, int hi, VecGuard* g) {
+    for (int e = lo; e < hi; e++) {
+        VEC_AT(g, e);
         Env* env = &vec->envs[e];
         for (int a = 0; a < env->num_agents; a++) {
 #ifdef PUF_SCRIPTED_ENV_POLICY
@@ -410,13 +673,20 @@ void vec_scripted(VecEnv* vec) {
 #endif
         }
     }
+}
+#endif
+
+void vec_scripted(VecEnv* vec) {
+#if defined(PUF_SCRIPTED_POLICY) || defined(PUF_SCRIPTED_ENV_POLICY)
+    if (!vec->dead) vec_run_envs(vec, 0, vec->num_envs, "the scripted policy", vec_scripted_range);
 #else
     (void)vec;
 #endif
 }
 
+/* A dead vecenv is left as it is (leaked): its envs' memory is not to be trusted, not even by free. */
 void vec_close(VecEnv* vec) {
-    if (vec == NULL) return;
+    if (vec == NULL || vec->dead) return;
     for (int e = 0; e < vec->num_envs; e++) puf_close(&vec->envs[e]);
     dict_clear(&vec->log_out);
     free(vec->envs);

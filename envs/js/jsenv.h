@@ -143,14 +143,29 @@ static void js_fail(Env* env, const char* fmt, ...) {
 }
 
 /* ---- errors: the game's file and line first, then the JS stack ---------------------------- */
+/* ":<line>" of the first frame of `stack` in the game's file (where = "" if none). */
+static void js_game_line(Env* env, const char* stack, char* where, size_t n) {
+    const char* hit = stack ? strstr(stack, js_basename(env->game)) : NULL;
+    if (hit == NULL && stack) hit = strstr(stack, env->game);
+    const char* colon = hit ? strchr(hit, ':') : NULL;
+    where[0] = '\0';
+    if (colon != NULL) snprintf(where, n, ":%d", atoi(colon + 1));
+}
+
 static void js_report(Env* env, const char* during) {
     JSContext* ctx = env->ctx;
     JSValue exc = JS_GetException(ctx);
     const char* name = js_basename(env->game);
-    if (env->ops_left <= 0) {
-        js_fail(env, "%s: %s ran more than %ld million JS operations without returning (an "
+    if (env->ops_left <= 0) {  /* the interrupt handler stopped it: the line it was running */
+        char where[64] = "";
+        JSValue st = JS_IsError(exc) ? JS_GetPropertyStr(ctx, exc, "stack") : JS_UNDEFINED;
+        const char* stack = JS_IsString(st) ? JS_ToCString(ctx, st) : NULL;
+        js_game_line(env, stack, where, sizeof where);
+        js_fail(env, "%s%s: %s ran more than %ld million JS operations without returning (an "
                 "endless loop?); raise [js] step_mops if the game really needs more (%s)",
-                name, during, env->ops_budget / 100, env->game);
+                name, where, during, env->ops_budget / 100, env->game);
+        if (stack) JS_FreeCString(ctx, stack);
+        JS_FreeValue(ctx, st);
         JS_FreeValue(ctx, exc);
         return;
     }
@@ -173,14 +188,8 @@ static void js_report(Env* env, const char* during) {
                 "allocation?); raise [js] memory_mb if the game really needs more (%s)", name,
                 env->memory_limit >> 20, during, env->game);
     } else {
-        /* the first frame of the stack that is in the game's file gives its line */
-        char where[64] = "";
-        const char* hit = stack ? strstr(stack, name) : NULL;
-        if (hit == NULL && stack) hit = strstr(stack, env->game);
-        if (hit != NULL) {
-            const char* colon = strchr(hit, ':');
-            if (colon != NULL) snprintf(where, sizeof(where), ":%d", atoi(colon + 1));
-        }
+        char where[64];  /* the first frame of the stack that is in the game's file gives its line */
+        js_game_line(env, stack, where, sizeof where);
         js_fail(env, "%s%s: %s during %s\n%s(game file %s)", name, where, text, during,
                 stack && *stack ? stack : "", env->game);
     }

@@ -49,7 +49,8 @@ from ..interface import EnvBase, check_counts, merge_config, spread_seed, usable
 from ..kind import SHM_KEYS
 from ..supervisor import Supervisor
 from .protocol import (CMD_LOAD, CMD_QUIT, CMD_RESET, CMD_SAVE, CMD_STEP, OK, PATH_LEN, UNSUPPORTED, Block,
-                       ProtocolError, SHM_DIR, check_supported, native, pid_alive, shm_exists, shm_unlink)
+                       ProtocolError, SHM_DIR, block_server_pid, check_supported, native, pid_alive, shm_exists,
+                       shm_unlink, stale)
 
 # Spin iterations before sleeping (see ShmVecEnv._choose_spins; docs/protocol.md has the measurements)
 LONG_SPIN, SHORT_SPIN = 20000, 100
@@ -57,6 +58,9 @@ SERVER_KEYS = {"command", "build", "attach", "processes", "timeout", "reattach",
 ISOLATE_SOURCE = SHM_DIR / "isolate_server.c"
 SLICE_NS = 50_000_000  # the trainer checks that its servers live this often while waiting
 STARTUP_S = 5.0  # a launched server has max(timeout, this) to create its block (an attached one: timeout)
+QUIT_S = 2.0  # how long close() waits for an attached server to exit after quit, to remove a block it left
+STALE_ADVICE = ("a server written to an earlier version of docs/protocol.md leaves its block behind when it quits "
+                "or dies, and a server started again on the name then fails with 'File exists'")
 
 _counter = itertools.count()
 
@@ -218,6 +222,8 @@ class ShmVecEnv(EnvBase):
         else:
             deadline = time.monotonic() + self.timeout
             while (b := ready()) is None:
+                if stale(s.name):  # a dead server's block that never became ready
+                    self._stale(s, None)
                 if time.monotonic() > deadline:
                     raise ServerError(
                         f"{self.name}: " + (f"the block {s.name} exists but its server has not marked it ready"
@@ -225,6 +231,8 @@ class ShmVecEnv(EnvBase):
                         + f" (waited {self.timeout:g} s, [env] timeout); attach mode maps blocks of servers started "
                         f"beforehand: start the server, or fix attach = ... in the env's ini")
                 time.sleep(0.002)
+        if s.child is None and not pid_alive(int(b.h["server_pid"])):  # its server is gone: say so now
+            self._stale(s, b)
         if not self._attach:
             shm_unlink(s.name)  # both sides have it mapped: the name is no longer needed
         b.h["trainer_pid"] = os.getpid()  # an attached server watches it to learn that its trainer died
@@ -236,6 +244,15 @@ class ShmVecEnv(EnvBase):
                               f"but server 0 has {wrong[2]!r}; every server must declare the same")
         s.block = b
         return spec
+
+    def _stale(self, s, b):
+        """An attached block whose server has exited: removed, and an error that says what to do."""
+        pid = int(b.h["server_pid"]) if b is not None else block_server_pid(s.name)
+        if b is not None:
+            b.close()
+        shm_unlink(s.name)
+        raise ServerError(f"{self.name}: the block {s.name} belongs to server pid {pid}, which has exited "
+                          f"({STALE_ADVICE}); the trainer removed it: start the server again, then the trainer")
 
     def _start_all(self):
         env = {**os.environ, "PUFFER_SHM_SPIN": str(self.server_spin)}
@@ -477,10 +494,16 @@ class ShmVecEnv(EnvBase):
                 b = None
             except ProtocolError as e:
                 raise ServerError(f"{self.name}: {e}") from None
-            if b is not None and int(b.h["server_pid"]) != old_pid:
+            pid = int(b.h["server_pid"]) if b is not None else 0
+            if b is not None and pid != old_pid and pid_alive(pid):
                 break
             if b is not None:
                 b.close()
+                if not pid_alive(pid):  # a dead server's block (the hung one, exited since): free the name now
+                    shm_unlink(s.name)
+                    print(f"note: {self.name}: removed the block {s.name} of server pid {pid}, which has exited "
+                          f"without removing it ({STALE_ADVICE}); start the server again on {s.name}",
+                          file=sys.stderr, flush=True)
             if time.monotonic() > deadline:
                 raise ServerError(f"{self.name}: attached server {s.index} (block {s.name}) {why}, and no server "
                                   f"created {s.name} again within {self.reattach:g} s ([env] reattach)")
@@ -612,6 +635,7 @@ class ShmVecEnv(EnvBase):
         if self._closed:
             return
         self._closed = True
+        asked = set()
         for s in self._servers:  # quit over the protocol: every live server, attached ones too
             live = s.child.running if s.child is not None else (
                 s.block is not None and pid_alive(int(s.block.h["server_pid"])))
@@ -619,6 +643,7 @@ class ShmVecEnv(EnvBase):
                 try:
                     if not self._links[s.index].pending:
                         self._lib.puf_client_ring(self._links + s.index, CMD_QUIT, 0)
+                        asked.add(s.index)
                 except Exception:
                     pass
         if getattr(self, "_sup", None) is not None:
@@ -626,14 +651,20 @@ class ShmVecEnv(EnvBase):
         self._observations = self._rewards = None  # possibly views of the blocks
         for b in getattr(self, "_retired", []):
             b.close()
+        quit_by = time.monotonic() + QUIT_S
         for s in self._servers:
             s.keep = None
             if s.block is not None:
                 pid = int(s.block.h["server_pid"])
                 s.block.close()
                 s.block = None
-                if self._attach and not pid_alive(pid):
-                    shm_unlink(s.name)  # its server died: nobody else will remove the block
+                if self._attach:
+                    # an attached server unlinks its own block as it quits; one that does not (an earlier
+                    # protocol page's) leaves it for the trainer, once that server has exited
+                    while s.index in asked and pid_alive(pid) and time.monotonic() < quit_by:
+                        time.sleep(0.01)
+                    if stale(s.name):
+                        shm_unlink(s.name)
             if s.name and not self._attach:
                 shm_unlink(s.name)
 

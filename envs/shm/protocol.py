@@ -126,8 +126,10 @@ def shm_unlink(name):
 
 
 def pid_alive(pid):
-    """Whether process `pid` exists: a pid from a header (server_pid, trainer_pid), whose process
-    need not be ours, so only the OS can say. 0 or less (not declared) counts as alive."""
+    """Whether process `pid` runs: a pid from a header (server_pid, trainer_pid), whose process
+    need not be ours, so only the OS can say. 0 or less (not declared) counts as alive; a zombie
+    (exited, not yet reaped by its parent: a server started by a script that has not waited for
+    it) does not."""
     if pid <= 0:
         return True
     try:
@@ -136,21 +138,31 @@ def pid_alive(pid):
         return False
     except PermissionError:
         pass
-    return True
+    try:  # Linux: the state letter after the command's closing parenthesis
+        return Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
+
+
+def block_server_pid(name):
+    """The server_pid in the header of the block named `name`; None if there is no such block or
+    its header is not that far yet."""
+    try:
+        fd = _posixshmem().shm_open(name, os.O_RDONLY, 0)
+    except FileNotFoundError:
+        return None
+    try:
+        raw = os.pread(fd, 4, HEADER.fields["server_pid"][1])
+    finally:
+        os.close(fd)
+    return int.from_bytes(raw, "little", signed=True) if len(raw) == 4 else None
 
 
 def stale(name):
     """Whether `name` holds the block of a server that no longer runs (its header's server_pid is
     gone), as puffer_server.h's puf_shm_stale: a server started again on the name may take it over."""
-    try:
-        fd = _posixshmem().shm_open(name, os.O_RDONLY, 0)
-    except FileNotFoundError:
-        return False
-    try:
-        raw = os.pread(fd, 4, HEADER.fields["server_pid"][1])
-    finally:
-        os.close(fd)
-    return len(raw) == 4 and not pid_alive(int.from_bytes(raw, "little", signed=True))
+    pid = block_server_pid(name)
+    return pid is not None and not pid_alive(pid)
 
 
 def _map(name, create_size=None):
