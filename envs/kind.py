@@ -57,6 +57,9 @@ class Kind:
     isolatable  with `[env] isolate = 1` its env runs in server processes over the shared-memory
               protocol (envs/shm/ builds its generic server around the env's file); False: the
               kind's make answers that key itself
+    prefix    a name starting with it ("gym:") is this kind's, whatever follows (an id, a module
+              path: it may hold '/' or a suffix); "" for kinds named only by files and folders
+    lookup    lookup(rest) -> EnvSource for a prefixed name, given what follows the prefix
     """
     name: str
     title: str
@@ -71,6 +74,8 @@ class Kind:
     training: Path | None = None
     browser: Callable | None = None
     isolatable: bool = False
+    prefix: str = ""
+    lookup: Callable | None = None
 
     def __repr__(self):
         return f"Kind({self.name!r})"
@@ -83,11 +88,13 @@ class Kind:
 class EnvSource:
     """What a name or path stands for: its kind, the file that is the env (`path`: the .h, the .js,
     the server's .ini) and the env's ini (`ini`, which may not exist). Resolved once, by
-    envs.resolve(); config loading, envs.make, the kind and the env class all take this object."""
+    envs.resolve(); config loading, envs.make, the kind and the env class all take this object.
+    `target`: what a prefixed name names beyond a file (a Gymnasium id, a module:function), else ""."""
     name: str
     kind: Kind
     path: Path
     ini: Path
+    target: str = ""
 
     def env_config(self) -> dict:
         """The [env] keys the env accepts, with their defaults: PufferLib's default [env] keys, its
