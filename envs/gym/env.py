@@ -63,7 +63,10 @@ def split_envs(num_envs, procs):
 
 def plan(source, total_agents, overrides, runner):
     """The config, the spec, the probe's layout and the envs count for `total_agents` agents."""
-    config = merge_config(source.env_config(), overrides, source.name, source.ini)
+    defaults = source.env_config()
+    # a Python env's factory takes keyword arguments of its own: a key its ini does not name passes too
+    defaults.update({k: v for k, v in (overrides or {}).items() if k not in defaults})
+    config = merge_config(defaults, overrides, source.name, source.ini)
     spec = env_spec(source, config, runner)
     layout = probe(spec)
     per_env = layout[5]

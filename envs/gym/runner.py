@@ -75,6 +75,18 @@ def load_file(path, name, what):
     return fn
 
 
+def call(factory, what, *args, label=None, **kwargs):
+    """factory(*args, **kwargs), a keyword it does not take being one message."""
+    try:
+        return factory(*args, **kwargs)
+    except TypeError as e:
+        if "argument" not in str(e):
+            raise
+        name = label or getattr(factory, "__name__", "the factory")
+        raise EnvError(f"{what}: {name}({', '.join([*map(repr, args), *(f'{k}={v!r}' for k, v in kwargs.items())])}): "
+                       f"{e} (every [env] key other than the trainer's is passed to it)") from None
+
+
 def make_runner(spec, count):
     """The runner class a spec names, with `count` envs (or, for PettingZoo, envs of agents)."""
     cls = import_target(spec["runner"], "puffgpu")
@@ -111,14 +123,14 @@ class GymRunner(Runner):
         what = spec.get("name", "env")
         if spec.get("file"):
             factory = load_file(spec["file"], spec["factory"], what)
-            self._make = lambda seed: factory(seed, **spec["kwargs"])
+            self._make = lambda seed: call(factory, what, seed, **spec["kwargs"])
         else:
             gym = require_gymnasium()
             target = spec["target"]
 
             def make(seed):  # gymnasium.make also takes "module:Id-v0", importing the module first
                 try:
-                    return gym.make(target, **spec["kwargs"])
+                    return call(gym.make, what, target, label="gymnasium.make", **spec["kwargs"])
                 except gym.error.Error as e:
                     raise EnvError(f"{what}: gymnasium.make({target!r}): {type(e).__name__}: {e}") from None
             self._make = make

@@ -130,7 +130,7 @@ class ObsLayout:
                 pic = _picture_shape(sub)
                 if pic is not None:
                     if picture is not None:
-                        raise SpaceError(f"{_where(path, root)} and {_where(picture[0], root)} are both pictures "
+                        raise SpaceError(f"{_where(picture[0], root)} and {_where(path, root)} are both pictures "
                                          f"(uint8 images of {MIN_PICTURE}x{MIN_PICTURE} or more); puffgpu's policy "
                                          f"takes one: drop or shrink one of them")
                     picture = (path, sub, pic)

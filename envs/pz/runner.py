@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import EnvError
-from ..gym.runner import Runner, import_target, load_file
+from ..gym.runner import Runner, call, import_target, load_file
 from ..gym.spaces import ActLayout, ObsLayout, gym_spaces
 
 
@@ -30,7 +30,7 @@ class PzRunner(Runner):
     """`count` PettingZoo parallel envs, len(possible_agents) rows each."""
 
     def __init__(self, spec, count):
-        require_pettingzoo()
+        pettingzoo = require_pettingzoo()
         gym_spaces()
         self.spec = spec
         what = spec.get("name", "env")
@@ -41,8 +41,8 @@ class PzRunner(Runner):
         self.envs = []
         try:
             for _ in range(count):
-                env = fn(**spec["kwargs"])
-                if hasattr(env, "agent_selection") or not hasattr(env, "possible_agents"):
+                env = call(fn, what, **spec["kwargs"])
+                if isinstance(env, pettingzoo.AECEnv) or not hasattr(env, "possible_agents"):
                     raise EnvError(f"{what}: {spec.get('target') or spec['file']} made {type(env).__name__}, not a "
                                    f"PettingZoo ParallelEnv (for an AEC env, name its parallel_env() function or "
                                    f"wrap it with pettingzoo.utils.conversions.aec_to_parallel)")
