@@ -60,6 +60,8 @@ class Kind:
     prefix    a name starting with it ("gym:") is this kind's, whatever follows (an id, a module
               path: it may hold '/' or a suffix); "" for kinds named only by files and folders
     lookup    lookup(rest) -> EnvSource for a prefixed name, given what follows the prefix
+    open_keys its [env] takes keys its ini does not name (a Python env's factory's keyword
+              arguments): `--env.KEY value` adds one instead of being refused
     """
     name: str
     title: str
@@ -76,6 +78,7 @@ class Kind:
     isolatable: bool = False
     prefix: str = ""
     lookup: Callable | None = None
+    open_keys: bool = False
 
     def __repr__(self):
         return f"Kind({self.name!r})"

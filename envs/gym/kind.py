@@ -1,8 +1,9 @@
 """The Gymnasium kind's declaration: `gym:ID` for any registered id, or a Python file whose
 factory makes one env (`make_env(seed, **[env] keys)`, or the function [env] factory names).
 
-The training ini of `gym:ID` is envs/gym/ini/<ID>.ini ('/' in an id as '-'), of a file the ini
-beside it; without one, envs/gym/default.ini.
+The training ini of `gym:ID` is envs/gym/ini/<ID>.ini ('/' in an id as '-'; for `gym:module:ID`,
+which imports the module that registers ID first, the same), of a file the ini beside it; without
+one, envs/gym/default.ini.
 """
 from pathlib import Path
 
@@ -35,9 +36,10 @@ def make(source, total_agents, config, **options):
 def lookup(env_id: str) -> EnvSource:
     if not env_id:
         raise ValueError("gym: needs a Gymnasium id after it, e.g. gym:CartPole-v1")
-    ini = INI_DIR / f"{safe_name(env_id)}.ini"
-    return EnvSource(safe_name(env_id), KIND, ini, ini, target=env_id)
+    name = safe_name(env_id.rsplit(":", 1)[-1])  # "minigrid:MiniGrid-Empty-8x8-v0": the id after the module
+    ini = INI_DIR / f"{name}.ini"
+    return EnvSource(name, KIND, ini, ini, target=env_id)
 
 
 KIND = Kind(name="gym", title="Gymnasium env", suffix=".py", noun="Python env file", make=make, ini_of=beside,
-            defaults=DEFAULTS, training=TRAINING_INI, prefix="gym:", lookup=lookup)
+            defaults=DEFAULTS, training=TRAINING_INI, prefix="gym:", lookup=lookup, open_keys=True)

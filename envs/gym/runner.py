@@ -132,7 +132,11 @@ class GymRunner(Runner):
                 try:
                     return call(gym.make, what, target, label="gymnasium.make", **spec["kwargs"])
                 except gym.error.Error as e:
-                    raise EnvError(f"{what}: gymnasium.make({target!r}): {type(e).__name__}: {e}") from None
+                    hint = ""
+                    if isinstance(e, gym.error.NameNotFound) and ":" not in target:
+                        hint = (f"; an id that another package registers needs that package imported first: "
+                                f"gym:<package>:{target} (gym:minigrid:MiniGrid-Empty-8x8-v0, gym:ale_py:ALE/Breakout-v5)")
+                    raise EnvError(f"{what}: gymnasium.make({target!r}): {type(e).__name__}: {str(e).rstrip('.')}{hint}") from None
             self._make = make
         self.envs = []
         try:

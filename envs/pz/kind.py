@@ -55,4 +55,4 @@ def lookup(text: str) -> EnvSource:
 
 KIND = Kind(name="pz", title="PettingZoo env", suffix=".py", noun="Python env file", make=make, ini_of=beside,
             claims=defines_parallel_env, mark="a top-level parallel_env", defaults=DEFAULTS, training=TRAINING_INI,
-            prefix="pz:", lookup=lookup)
+            prefix="pz:", lookup=lookup, open_keys=True)
