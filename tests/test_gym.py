@@ -255,12 +255,14 @@ def test_a_killed_worker_is_restarted_and_its_episodes_truncated(capfd):
 def test_a_python_env_file_gets_its_ini_keys():
     source = envs.resolve(PY_ENVS / "cartpole_file.py")
     assert source.kind.name == "gym" and source.ini == PY_ENVS / "cartpole_file.ini"
-    with envs.make(source, 2, config={"isolate": 0}) as env:
+    with envs.make(source, 2, config={"isolate": 0, "reward_scale": 0.5}) as env:
         env.reset()
         for _ in range(31):
             env.step(np.zeros((2, 1), np.float32))  # always push left: falls over in < 30 steps anyway
+            assert env.rewards.tolist() == [0.5, 0.5]  # CartPole's +1, scaled for the trainer
         assert env.config["max_episode_steps"] == 30
-        assert 0 < env.log()["episode_length"] <= 30
+        log = env.log()
+        assert 0 < log["episode_length"] <= 30 and log["episode_return"] == log["episode_length"]  # logged unscaled
     with pytest.raises(EnvError, match=r"make_env\(0, max_episode_steps=30, gravity=9.8, nope=1\).*unexpected keyword"):
         envs.make(source, 1, config={"isolate": 0, "nope": 1})
 

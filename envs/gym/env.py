@@ -21,14 +21,14 @@ import sys
 import numpy as np
 
 from ..errors import EnvError
-from ..interface import EnvBase, check_counts, merge_config, usable_cpus
+from ..interface import EnvBase, check_counts, merge_config, spread_seed, usable_cpus
 from ..kind import DEFAULT_ENV_KEYS, SHM_KEYS
 from ..shm.env import ShmVecEnv, _Server
 from ..shm.protocol import MAX_HEADS
 from .runner import LOG_NAMES, make_runner, probe
 
 # [env] keys of the Python kinds themselves; every other [env] key is passed to the env's factory
-PY_KEYS = {"factory"}
+PY_KEYS = {"factory", "reward_scale"}
 RESERVED = set(DEFAULT_ENV_KEYS) | set(SHM_KEYS) | PY_KEYS
 # what starts a worker: its sys.path is the trainer's (so it imports what the trainer imports,
 # puffgpu and the user's modules alike), then envs.gym.worker runs the spec
@@ -52,7 +52,7 @@ def env_spec(source, config, runner):
     factory = (source.target if file else "") or str(config.get("factory", ""))  # pz:file.py:fn names its own
     return {"runner": runner, "name": source.name, "target": source.target,
             "file": str(file) if file else None, "factory": factory,
-            "kwargs": factory_kwargs(config)}
+            "reward_scale": float(config.get("reward_scale", 1.0)), "kwargs": factory_kwargs(config)}
 
 
 def split_envs(num_envs, procs):
@@ -208,7 +208,6 @@ class PythonWorkerEnv(ShmVecEnv):
             return [sys.executable, "-c", BOOT, json.dumps({**boot, "shm": s.name, "envs": s.envs, "seed": s.seed})]
         self._argv = argv
         self.num_agents_asked = int(total_agents)
-        from ..interface import spread_seed
         for i, count in enumerate(split_envs(num_envs, procs)):
             s = _Server(i, count * per_env, spread_seed(self._seed, i))
             s.envs = count

@@ -13,8 +13,10 @@ from .env import PythonEnv, PythonWorkerEnv, PY_KEYS
 HERE = Path(__file__).resolve().parent
 INI_DIR = HERE / "ini"  # the training settings of Gymnasium ids, one <id>.ini each
 TRAINING_INI = HERE / "default.ini"  # a Python env's settings when it has no ini of its own
-# isolate = 1: workers by default (`--env.isolate 0`: the trainer's process); processes = 0: one per core
-DEFAULTS = {**SHM_KEYS, "isolate": 1, "factory": "make_env"}
+# isolate = 1: workers by default (`--env.isolate 0`: the trainer's process); processes = 0: one per
+# core; reward_scale multiplies the rewards the trainer sees (it clamps them to [-1, 1]), not the
+# logged returns
+DEFAULTS = {**SHM_KEYS, "isolate": 1, "factory": "make_env", "reward_scale": 1.0}
 assert set(PY_KEYS) <= set(DEFAULTS)
 
 

@@ -8,7 +8,8 @@ and the one-process mode runs in the trainer.
 
 spec (a JSON-able dict, so that a worker process can rebuild it): {"runner": "module:Class",
 "target": a Gymnasium id or "module.path:function", "file": a .py file or None, "factory": the
-function's name in the file, "kwargs": the [env] keys passed through}.
+function's name in the file, "reward_scale": what rewards are multiplied by (the trainer clamps
+them to [-1, 1]; episode returns are logged unscaled), "kwargs": the [env] keys passed through}.
 
 Episodes end the PufferLib way: on the step where Gymnasium says terminated or truncated, the env
 is reset at once and the row gets that step's reward, terminal = terminated, truncation =
@@ -138,6 +139,7 @@ class GymRunner(Runner):
                                 f"gym:<package>:{target} (gym:minigrid:MiniGrid-Empty-8x8-v0, gym:ale_py:ALE/Breakout-v5)")
                     raise EnvError(f"{what}: gymnasium.make({target!r}): {type(e).__name__}: {str(e).rstrip('.')}{hint}") from None
             self._make = make
+        self.scale = float(spec.get("reward_scale", 1.0))
         self.envs = []
         try:
             for i in range(count):
@@ -188,7 +190,7 @@ class GymRunner(Runner):
         hi = len(self.envs) if hi is None else hi
         envs, ret, length = self.envs, self.ret, self.len
         rewards, terminals, truncations = self.rewards, self.terminals, self.truncations
-        read = self.act.read
+        read, scale = self.act.read, self.scale
         for i in range(lo, hi):
             a = int(actions[i, 0]) + self._base if self._discrete else read(actions[i])
             obs, r, term, trunc, _ = envs[i].step(a)
@@ -201,7 +203,7 @@ class GymRunner(Runner):
                 length[i] = 0
                 obs, _ = envs[i].reset()
             self._write(i, obs)
-            rewards[i] = r
+            rewards[i] = r * scale
             terminals[i] = 1.0 if term else 0.0
             truncations[i] = 1.0 if trunc else 0.0
 

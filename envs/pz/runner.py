@@ -70,6 +70,7 @@ class PzRunner(Runner):
         self.ret = np.zeros(self.num_agents, np.float64)
         self.len = np.zeros(self.num_agents, np.int64)
         self.alive = np.zeros(self.num_agents, bool)
+        self.scale = float(spec.get("reward_scale", 1.0))
 
     def _observe(self, e, observations, infos=None):
         """Rows of env e from an observation dict: present agents' rows written, absent ones zero
@@ -126,7 +127,7 @@ class PzRunner(Runner):
                                         "score": self.ret[r]})
                     self.ret[r], self.len[r] = 0.0, 0
                     te = te or not tr  # an agent gone without a flag ended by the game's rules
-                self.rewards[r] = reward
+                self.rewards[r] = reward * self.scale
                 self.terminals[r] = 1.0 if te else 0.0
                 self.truncations[r] = 1.0 if tr else 0.0
             if env.agents:
