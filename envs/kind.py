@@ -59,6 +59,11 @@ class Kind:
               kind's make answers that key itself
     evaluation  [env] values an evaluation (trainer.eval) sets over the run's: what only shapes
               training turned off (a DDNet env's curriculum starts), so it measures from the real start
+    prefix    a name starting with it ("gym:") is this kind's, whatever follows (an id, a module
+              path: it may hold '/' or a suffix); "" for kinds named only by files and folders
+    lookup    lookup(rest) -> EnvSource for a prefixed name, given what follows the prefix
+    open_keys its [env] takes keys its ini does not name (a Python env's factory's keyword
+              arguments): `--env.KEY value` adds one instead of being refused
     """
     name: str
     title: str
@@ -74,6 +79,9 @@ class Kind:
     browser: Callable | None = None
     isolatable: bool = False
     evaluation: dict = field(default_factory=dict)
+    prefix: str = ""
+    lookup: Callable | None = None
+    open_keys: bool = False
 
     def __repr__(self):
         return f"Kind({self.name!r})"
@@ -86,11 +94,13 @@ class Kind:
 class EnvSource:
     """What a name or path stands for: its kind, the file that is the env (`path`: the .h, the .js,
     the server's .ini) and the env's ini (`ini`, which may not exist). Resolved once, by
-    envs.resolve(); config loading, envs.make, the kind and the env class all take this object."""
+    envs.resolve(); config loading, envs.make, the kind and the env class all take this object.
+    `target`: what a prefixed name names beyond a file (a Gymnasium id, a module:function), else ""."""
     name: str
     kind: Kind
     path: Path
     ini: Path
+    target: str = ""
 
     def env_config(self) -> dict:
         """The [env] keys the env accepts, with their defaults: PufferLib's default [env] keys, its

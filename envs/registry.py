@@ -17,8 +17,10 @@ from pathlib import Path
 
 from .c.kind import KIND as C_HEADER
 from .ddnet.kind import KIND as DDNET_BOTS
+from .gym.kind import KIND as GYMNASIUM
 from .js.kind import KIND as JS_GAME
 from .kind import EnvSource, Kind, wants_isolation
+from .pz.kind import KIND as PETTINGZOO
 from .shm.kind import KIND as GAME_SERVER
 from .shm.kind import isolated
 
@@ -31,6 +33,8 @@ KINDS: tuple[Kind, ...] = (
     JS_GAME,
     DDNET_BOTS,  # before the game servers: an ini that names a DDNet map is a DDNet env's
     GAME_SERVER,
+    PETTINGZOO,  # before Gymnasium: a Python file defining parallel_env is a PettingZoo env's
+    GYMNASIUM,
 )
 
 
@@ -95,14 +99,18 @@ def env_headers(*folders) -> list:
 
 
 def _lookup(text: str) -> EnvSource:
-    """The resolution itself: a name of envs/ocean/ or a path."""
+    """The resolution itself: a kind's prefixed name ("gym:CartPole-v1"), a name of envs/ocean/ or a path."""
+    for kind in KINDS:
+        if kind.prefix and text.startswith(kind.prefix):
+            return kind.lookup(text[len(kind.prefix):])
     if "/" in text or os.sep in text or Path(text).suffix in {k.suffix for k in KINDS}:
         return source_of(text)
     src = _folder_source(OCEAN_DIR / text) if (OCEAN_DIR / text).is_dir() else None
     if src is None:
         files = ", ".join(dict.fromkeys(f"{k.noun} path/to/my_env{k.suffix}" for k in KINDS))
+        prefixed = ", ".join(f"{k.prefix}..." for k in KINDS if k.prefix)
         raise ValueError(f"unknown env {text!r}; built-in envs: {', '.join(list_envs())} (or pass the path of "
-                         f"your own env: {files})")
+                         f"your own env: {files}; or a name with a kind's prefix: {prefixed})")
     return src
 
 

@@ -20,20 +20,27 @@ BACKENDS = [
     ("arena", {"processes": 2}, 16, "ShmVecEnv"),
     ("pixel_platformer_small", {"isolate": 1}, 4, "ShmVecEnv"),
     ("ddnet", {"servers": 1, "bots_per_server": 2}, 2, "DDNetEnv"),  # DDNet-Server processes (ddnet-server)
+    ("gym:CartPole-v1", {"processes": 2}, 4, "PythonWorkerEnv"),  # Gymnasium envs in worker processes
+    ("gym:CartPole-v1", {"isolate": 0}, 4, "PythonEnv"),
+    ("pz:" + str(ROOT / "tests" / "py_envs" / "leaving.py"), {}, 10, "PythonWorkerEnv"),  # PettingZoo
 ]
 
 
 def _available(name):
     from envs.ddnet.server import DEFAULT_SERVER
+    import importlib.util
     import os
+    if name.startswith(("gym:", "pz:")):
+        return importlib.util.find_spec("gymnasium") and (name.startswith("gym:") or importlib.util.find_spec("pettingzoo"))
     return name != "ddnet" or os.access(DEFAULT_SERVER, os.X_OK)
 
 
-@pytest.fixture(params=BACKENDS, ids=[f"{b[0]}-{b[3]}" for b in BACKENDS])
+@pytest.fixture(params=BACKENDS, ids=[f"{b[0].rsplit('/', 1)[-1]}-{b[3]}" for b in BACKENDS])
 def env(request):
     name, config, agents, cls = request.param
     if not _available(name):
-        pytest.skip("DDNet's server is missing: sudo apt-get install ddnet-server")
+        pytest.skip("DDNet's server is missing: sudo apt-get install ddnet-server" if name == "ddnet" else
+                    "a Python env kind's extra is missing: pip install -e '.[gym,pz]'")
     with envs.make(name, agents, config=config, num_threads=1, seed=3) as e:
         assert type(e).__name__ == cls
         yield e

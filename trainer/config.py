@@ -252,6 +252,9 @@ def load(env, flags: dict[str, str] | None = None, warn=None) -> tuple[dict, dic
         section, key = split_flag(name)
         if section not in cfg:
             raise ConfigError(f"--{name}: unknown section [{section}]; sections: {', '.join(SECTIONS)}")
+        if key not in cfg[section] and section == "env" and source.kind.open_keys:
+            cfg[section][key] = parse_value(value) if isinstance(value, str) else value  # the factory's keyword
+            continue
         if key not in cfg[section]:
             known = (" (a PufferLib key that puffgpu does not implement)"
                      if upstream_key(section, key) or (section, key) in SILENT_KEYS else "")
