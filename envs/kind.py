@@ -1,8 +1,8 @@
 """An env kind's declaration (Kind) and what a name or path resolves to (EnvSource).
 
 Each kind is a package of envs/ (envs/c/ C headers, envs/js/ JavaScript games, envs/shm/ game
-servers, envs/ddnet/ DDNet bots) whose kind.py declares it with one Kind, registered by one line
-in envs/registry.py. The registry is the only place that asks which kind a file is; everything
+servers, envs/ddnet/ DDNet bots, envs/ale/ Atari games) whose kind.py declares it with one Kind,
+registered by one line in envs/registry.py. The registry is the only place that asks which kind a file is; everything
 downstream holds the EnvSource it returned and asks the source, never the kind's name.
 """
 from __future__ import annotations
@@ -40,7 +40,7 @@ class Kind:
     name      its key ("header", "js", ...), for messages and `--help`
     title     what it is, in words ("C header")
     suffix    the suffix of the file that is such an env (".h"); a folder envs/ocean/<name>/ holding
-              <name><suffix> is one
+              <name><suffix> is one; None for a kind named by its prefix alone
     noun      how a message names that file ("env header")
     make      make(source, total_agents, config, **options) -> Env: the kind's env class, given the
               EnvSource and the [env] overrides (envs.make's options: num_threads, seed,
@@ -57,10 +57,13 @@ class Kind:
     isolatable  with `[env] isolate = 1` its env runs in server processes over the shared-memory
               protocol (envs/shm/ builds its generic server around the env's file); False: the
               kind's make answers that key itself
+    prefix    a kind whose envs are named rather than files: `--env <prefix>:<rest>` (`ale:Breakout`)
+              is this kind's, and `lookup(rest)` returns its EnvSource (or a ValueError that says
+              what would be right); "" for the kinds of files
     """
     name: str
     title: str
-    suffix: str
+    suffix: str | None
     noun: str
     make: Callable
     claims: Callable[[Path], bool] | None = None
@@ -71,6 +74,8 @@ class Kind:
     training: Path | None = None
     browser: Callable | None = None
     isolatable: bool = False
+    prefix: str = ""
+    lookup: Callable[[str], "EnvSource"] | None = None
 
     def __repr__(self):
         return f"Kind({self.name!r})"

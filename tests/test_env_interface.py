@@ -20,12 +20,16 @@ BACKENDS = [
     ("arena", {"processes": 2}, 16, "ShmVecEnv"),
     ("pixel_platformer_small", {"isolate": 1}, 4, "ShmVecEnv"),
     ("ddnet", {"servers": 1, "bots_per_server": 2}, 2, "DDNetEnv"),  # DDNet-Server processes (ddnet-server)
+    ("ale:Breakout", {"picture_height": 42, "picture_width": 42}, 4, "AleEnv"),  # ale-py's vector env ([atari])
 ]
 
 
 def _available(name):
     from envs.ddnet.server import DEFAULT_SERVER
+    import importlib.util
     import os
+    if name.startswith("ale:"):
+        return importlib.util.find_spec("ale_py") is not None
     return name != "ddnet" or os.access(DEFAULT_SERVER, os.X_OK)
 
 
@@ -33,7 +37,8 @@ def _available(name):
 def env(request):
     name, config, agents, cls = request.param
     if not _available(name):
-        pytest.skip("DDNet's server is missing: sudo apt-get install ddnet-server")
+        pytest.skip('ale-py is missing: pip install -e ".[atari]"' if name.startswith("ale:") else
+                    "DDNet's server is missing: sudo apt-get install ddnet-server")
     with envs.make(name, agents, config=config, num_threads=1, seed=3) as e:
         assert type(e).__name__ == cls
         yield e
