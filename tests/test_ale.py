@@ -128,19 +128,19 @@ def test_default_layout_is_ale_vector_env_in_hwc():
     from ale_py.vector_env import AtariVectorEnv
     n, seed = 4, 11
     rng = np.random.default_rng(2)
-    with envs.make("ale:Breakout", n, num_threads=2, seed=seed) as env:
+    with envs.make("ale:Pong", n, num_threads=2, seed=seed) as env:  # atari.ini: the family's settings
         c = env.config
-        assert env.picture == (84, 84, 4) and env.act_sizes == (4,) and env.obs_dtype == np.uint8
-        assert env.action_meanings == ["NOOP", "FIRE", "RIGHT", "LEFT"]
+        assert env.picture == (84, 84, 4) and env.act_sizes == (6,) and env.obs_dtype == np.uint8
+        assert env.action_meanings == ["NOOP", "FIRE", "RIGHT", "LEFT", "RIGHTFIRE", "LEFTFIRE"]
         assert (c["repeat_action_probability"], c["frameskip"], c["noop_max"], c["max_frames"]) == (0.25, 4, 30, 108000)
-        ref = AtariVectorEnv("breakout", n, num_threads=2, repeat_action_probability=0.25, autoreset_mode="SameStep",
+        ref = AtariVectorEnv("pong", n, num_threads=2, repeat_action_probability=0.25, autoreset_mode="SameStep",
                              life_loss_info=True, reward_clipping=False)
         obs, _ = ref.reset(seed=np.array(seeds(seed, n), np.int64))
         env.reset()
         for t in range(300):
             want = obs[:, ::-1].transpose(0, 2, 3, 1).reshape(n, -1)
             assert np.array_equal(env.observations, want), t
-            a = rng.integers(0, 4, n)
+            a = rng.integers(0, 6, n)
             obs, reward, term, trunc, _ = ref.step(a.astype(np.int32))
             env.step(a[:, None].astype(np.float32))
             assert np.array_equal(env.rewards, reward) and np.array_equal(env.terminals, (term | trunc).astype(np.float32))
@@ -171,7 +171,8 @@ def test_two_buffers_step_the_same_games():
 @needs_ale
 def test_names_and_settings_are_checked():
     assert envs.resolve("ale:MsPacman").name == envs.resolve("ale:ms_pacman").name == "ale_ms_pacman"
-    assert envs.resolve("ale:Breakout").ini.name == "breakout.ini"
+    assert envs.resolve("ale:Breakout").ini.name == "breakout.ini"  # CleanRL's v4 game: no sticky actions
+    assert envs.make("ale:Breakout", 1).config["repeat_action_probability"] == 0
     assert envs.resolve("ale:Pong").ini.name == "atari.ini"  # the family's
     with pytest.raises(ValueError, match=r"ale:Brekout: no such Atari game .*did you mean breakout\?"):
         envs.resolve("ale:Brekout")
