@@ -28,7 +28,7 @@ PlayTrain's protocol: one env, one thread, 64x64x3 pictures, frameskip 1, random
 before each trial, for both, so that the timing is the envs' steps), resets included, 200 warm-up
 steps then 1,500 frames timed by CPU time, the median of 7 trials (the JS game's and the ALE
 game's trials alternate, so both see the same load). ALE runs through ale-py
-and gymnasium (`pip install ale-py gymnasium`: a benchmark-only extra) at its own 210x160x3. It
+and gymnasium (`pip install -e ".[atari]"`) at its own 210x160x3. It
 prints steps/s per core of each, the ratio and the geometric mean of the ratios; then a
 per-primitive cost table (ns per call with the C p5 layer and with the prelude's JS alone,
 `native_p5 = 0`); per game the share of a step spent in game logic, in p5 calls and in
@@ -131,7 +131,7 @@ class _AleRunner:
             import ale_py
             import gymnasium as gym
         except ImportError as e:
-            raise SystemExit(f"--ale needs ale-py and gymnasium (a benchmark-only extra): pip install ale-py gymnasium ({e})")
+            raise SystemExit(f'--ale needs ale-py and gymnasium: pip install -e ".[atari]" ({e})')
         gym.register_envs(ale_py)
         self.env = gym.make(env_id, obs_type="rgb")
         self.env.reset(seed=seed)
