@@ -57,9 +57,9 @@ class Kind:
     isolatable  with `[env] isolate = 1` its env runs in server processes over the shared-memory
               protocol (envs/shm/ builds its generic server around the env's file); False: the
               kind's make answers that key itself
-    prefix    a kind whose envs are named rather than files: `--env <prefix>:<rest>` (`ale:Breakout`)
-              is this kind's, and `lookup(rest)` returns its EnvSource (or a ValueError that says
-              what would be right); "" for the kinds of files
+    prefix    a name starting with it ("ale:") is this kind's, whatever follows (a game); "" for
+              kinds named only by files and folders
+    lookup    lookup(rest) -> EnvSource for a prefixed name, given what follows the prefix
     """
     name: str
     title: str
@@ -75,7 +75,7 @@ class Kind:
     browser: Callable | None = None
     isolatable: bool = False
     prefix: str = ""
-    lookup: Callable[[str], "EnvSource"] | None = None
+    lookup: Callable | None = None
 
     def __repr__(self):
         return f"Kind({self.name!r})"

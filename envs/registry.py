@@ -9,7 +9,7 @@
 
 An example env is a folder envs/ocean/<name>/ holding the file of one kind (<name>.h, <name>.js,
 or a <name>.ini that a server kind claims), with its ini beside it. A path names a file of a kind
-anywhere; `<prefix>:<name>` names an env of a kind that has no file (`ale:Breakout`). Each kind
+anywhere; a kind's prefix and a name name an env of a kind that has no file (`ale:Breakout`). Each kind
 declares itself in its package's kind.py; KINDS below registers it.
 """
 from __future__ import annotations
@@ -91,7 +91,7 @@ def list_envs() -> list:
 def describe_envs() -> str:
     """'name (kind), ...' for --help, then the kinds named by a prefix ('ale:<name> (...)')."""
     return ", ".join([f"{s.name} ({s.kind.title})" for s in env_sources()]
-                     + [f"{k.prefix}:<name> ({k.title})" for k in KINDS if k.prefix])
+                     + [f"{k.prefix}<name> ({k.title})" for k in KINDS if k.prefix])
 
 
 def env_headers(*folders) -> list:
@@ -101,25 +101,25 @@ def env_headers(*folders) -> list:
 
 
 def _lookup(text: str) -> EnvSource:
-    """The resolution itself: `<prefix>:<name>`, a name of envs/ocean/ or a path."""
-    head, colon, rest = text.partition(":")
-    named = [k for k in KINDS if k.prefix and colon and head == k.prefix]
-    if named:
-        return named[0].lookup(rest)
+    """The resolution itself: a kind's prefixed name ("ale:Breakout"), a name of envs/ocean/ or a path."""
+    for kind in KINDS:
+        if kind.prefix and text.startswith(kind.prefix):
+            return kind.lookup(text[len(kind.prefix):])
     if "/" in text or os.sep in text or Path(text).suffix in {k.suffix for k in FILE_KINDS}:
         return source_of(text)
     src = _folder_source(OCEAN_DIR / text) if (OCEAN_DIR / text).is_dir() else None
     if src is None:
         files = ", ".join(dict.fromkeys(f"{k.noun} path/to/my_env{k.suffix}" for k in FILE_KINDS))
-        names = ", ".join(f"{k.prefix}:<name> ({k.title})" for k in KINDS if k.prefix)
+        prefixed = ", ".join(f"{k.prefix}..." for k in KINDS if k.prefix)
         raise ValueError(f"unknown env {text!r}; built-in envs: {', '.join(list_envs())} (or pass the path of "
-                         f"your own env: {files}; or {names})")
+                         f"your own env: {files}; or a name with a kind's prefix: {prefixed})")
     return src
 
 
 def resolve(name_or_path) -> EnvSource:
-    """A name of envs/ocean/, a path (anything with a folder separator or an env suffix) or
-    `<prefix>:<name>` of a kind named by its prefix (`ale:Breakout`) as its EnvSource; an EnvSource is returned as it is, so whoever holds one never resolves again."""
+    """A name of envs/ocean/, a path (anything with a folder separator or an env suffix) or a
+    kind's prefixed name (`ale:Breakout`) as its EnvSource; an EnvSource is returned as it is, so
+    whoever holds one never resolves again."""
     if isinstance(name_or_path, EnvSource):
         return name_or_path
     return _lookup(str(name_or_path))

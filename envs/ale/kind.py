@@ -53,4 +53,4 @@ def make(source, total_agents, config, **options):
 
 
 KIND = Kind(name="ale", title="Atari game (ALE)", suffix=None, noun="Atari game", make=make,
-            defaults=ALE_DEFAULTS, prefix="ale", lookup=lookup)
+            defaults=ALE_DEFAULTS, prefix="ale:", lookup=lookup)
