@@ -202,6 +202,9 @@ class AleEnv(EnvBase):
             self._score[ended] = 0
             self._length[ended] = 0
 
+    def set_key(self, key, down):
+        """Keys do not reach the emulator: envs.play's window picks actions with digit keys."""
+
     def episode_over(self, index):
         """Whether game `index` ended on the last step (not merely a life)."""
         return bool(self._terminals[index]) and self._length[index] == 0
