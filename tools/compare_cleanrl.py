@@ -5,8 +5,8 @@
 
 Returns are whole games (every life), as both log them: puffgpu's env/score (the ALE kind counts a
 game, not a life) and CleanRL's `episodic_return` lines (its RecordEpisodeStatistics sits inside
-EpisodicLifeEnv, so it sees whole games too). The table gives, at each step mark, the mean return of
-the last --window games that ended by then; the figure, that mean along the run. --*-time take the
+EpisodicLifeEnv, so it sees whole games too). The table gives, at each step mark both runs reached,
+the mean return of the last --window games that ended by then; the figure, that mean along each run. --*-time take the
 output of `/usr/bin/time -v` around each run: wall-clock and CPU time (user + system), whole runs.
 """
 from __future__ import annotations
@@ -103,9 +103,9 @@ def main(argv=None) -> int:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
         fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
-        grid = np.linspace(0, reach, 200)[1:]
         for name, (s, v, w) in (("puffgpu", (p_steps, p_score, p_n)),
                                 ("CleanRL ppo_atari.py", (c_steps, c_ret, np.ones_like(c_ret)))):
+            grid = np.linspace(0, s[-1], 200)[1:]  # each run as far as it went
             ax.plot(grid, [last_games_mean(s, v, w, g, args.window)[0] for g in grid], label=name)
         ax.set_xlabel("env steps (agent decisions, 4 frames each)")
         ax.set_ylabel(f"game score (mean of last {args.window} games)")
