@@ -7,7 +7,8 @@ presented to the trainer as one env interface.
 
 Each env kind is a package that holds all of it, its declaration in its kind.py: envs/c/ (C
 headers: the contract, the vecenv, Go-Explore), envs/js/ (JavaScript games), envs/shm/ (game
-servers and isolated headers over shared memory), envs/ddnet/ (DDNet bots). What they share:
+servers and isolated headers over shared memory), envs/ddnet/ (DDNet bots), envs/ale/ (Atari
+games in ALE's C++ vector env: `envs.make("ale:Breakout", 64)`). What they share:
 registry.py (a name or path → its kind, file and ini: the KINDS), kind.py (what a kind declares,
 what a name resolves to), interface.py (the Env contract and the mechanics every env class
 shares), supervisor.py (the processes of envs that run in other processes), build/ (the one

@@ -70,6 +70,7 @@ class Env(Protocol):
     def log(self) -> dict: ...
     def env_log(self, index) -> dict: ...
     def log_counts(self) -> np.ndarray: ...
+    def episode_over(self, index) -> bool: ...
     def agent_view(self, index=0, scale=1) -> np.ndarray: ...
     # at rollout end and at checkpoints, naming no env feature (a Go-Explore env: its archive)
     def epoch_metrics(self) -> dict: ...
@@ -211,6 +212,11 @@ class EnvBase:
         pic = pic.astype(np.uint8)
         rgb = pic[..., :3] if c >= 3 else np.repeat(pic[..., :1], 3, axis=2)
         return np.ascontiguousarray(np.repeat(np.repeat(rgb, scale, axis=0), scale, axis=1))
+
+    def episode_over(self, index):
+        """Whether agent `index`'s episode, as the env logs it, ended on the last step: its terminal,
+        unless the env's terminals are finer than its episodes (an Atari game's lives)."""
+        return bool(self.terminals[index])
 
     def epoch_metrics(self):
         """What a trainer logs at the end of each rollout, as env/<key>: the episode stats of log()."""

@@ -1,8 +1,8 @@
 """An env kind's declaration (Kind) and what a name or path resolves to (EnvSource).
 
 Each kind is a package of envs/ (envs/c/ C headers, envs/js/ JavaScript games, envs/shm/ game
-servers, envs/ddnet/ DDNet bots) whose kind.py declares it with one Kind, registered by one line
-in envs/registry.py. The registry is the only place that asks which kind a file is; everything
+servers, envs/ddnet/ DDNet bots, envs/ale/ Atari games) whose kind.py declares it with one Kind,
+registered by one line in envs/registry.py. The registry is the only place that asks which kind a file is; everything
 downstream holds the EnvSource it returned and asks the source, never the kind's name.
 """
 from __future__ import annotations
@@ -40,7 +40,7 @@ class Kind:
     name      its key ("header", "js", ...), for messages and `--help`
     title     what it is, in words ("C header")
     suffix    the suffix of the file that is such an env (".h"); a folder envs/ocean/<name>/ holding
-              <name><suffix> is one
+              <name><suffix> is one; None for a kind named by its prefix alone
     noun      how a message names that file ("env header")
     make      make(source, total_agents, config, **options) -> Env: the kind's env class, given the
               EnvSource and the [env] overrides (envs.make's options: num_threads, seed,
@@ -59,7 +59,7 @@ class Kind:
               kind's make answers that key itself
     evaluation  [env] values an evaluation (trainer.eval) sets over the run's: what only shapes
               training turned off (a DDNet env's curriculum starts), so it measures from the real start
-    prefix    a name starting with it ("gym:") is this kind's, whatever follows (an id, a module
+    prefix    a name starting with it ("gym:", "ale:") is this kind's, whatever follows (an id, a module
               path: it may hold '/' or a suffix); "" for kinds named only by files and folders
     lookup    lookup(rest) -> EnvSource for a prefixed name, given what follows the prefix
     open_keys its [env] takes keys its ini does not name (a Python env's factory's keyword
@@ -67,7 +67,7 @@ class Kind:
     """
     name: str
     title: str
-    suffix: str
+    suffix: str | None
     noun: str
     make: Callable
     claims: Callable[[Path], bool] | None = None

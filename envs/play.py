@@ -134,7 +134,7 @@ def record(env, args):
     for _ in range(args.max_steps):
         act()
         env.step()
-        if env.terminals[0]:
+        if env.episode_over(0):  # a whole episode (an Atari game: every life)
             break
         frames.append(_frame(env, args))
     log = env.log()
@@ -196,7 +196,7 @@ def play(env, args):
                         stepped, head = True, 0
                         print(f"actions {env.actions[0].tolist()} -> reward "
                               f"{env.rewards[0]:+.3f}")
-        if stepped and env.terminals[0]:
+        if stepped and env.episode_over(0):
             episodes += 1
             print(f"episode {episodes}: {_fmt(env.log())}")
         frame = _frame(env, args)

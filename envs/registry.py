@@ -3,18 +3,21 @@
     resolve("platformer")                       # EnvSource(name, kind header, path .../platformer.h, ini)
     resolve("catcher").kind.title               # "JavaScript game": envs/ocean/catcher/catcher.js
     resolve("path/to/my_env.h"), resolve("game.js"), resolve("server.ini")
+    resolve("ale:Breakout")                     # a kind named by its prefix: an Atari game (envs/ale/)
     make("platformer", 1024)                    # the env: resolve, then its kind makes it
     list_envs()                                 # every folder of envs/ocean/
 
 An example env is a folder envs/ocean/<name>/ holding the file of one kind (<name>.h, <name>.js,
 or a <name>.ini that a server kind claims), with its ini beside it. A path names a file of a kind
-anywhere. Each kind declares itself in its package's kind.py; KINDS below registers it.
+anywhere; a kind's prefix and a name name an env of a kind that has no file (`ale:Breakout`). Each kind
+declares itself in its package's kind.py; KINDS below registers it.
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+from .ale.kind import KIND as ATARI_GAME
 from .c.kind import KIND as C_HEADER
 from .ddnet.kind import KIND as DDNET_BOTS
 from .gym.kind import KIND as GYMNASIUM
@@ -35,12 +38,14 @@ KINDS: tuple[Kind, ...] = (
     GAME_SERVER,
     PETTINGZOO,  # before Gymnasium: a Python file defining parallel_env is a PettingZoo env's
     GYMNASIUM,
+    ATARI_GAME,  # named by its prefix (ale:Breakout), never a file
 )
+FILE_KINDS = tuple(k for k in KINDS if k.suffix is not None)
 
 
 def _kind_of(path: Path) -> Kind | None:
     """The kind that claims the file `path`, or None."""
-    for kind in KINDS:
+    for kind in FILE_KINDS:
         if path.suffix == kind.suffix and (kind.claims is None or kind.claims(path)):
             return kind
     return None
@@ -49,9 +54,9 @@ def _kind_of(path: Path) -> Kind | None:
 def source_of(path) -> EnvSource:
     """The EnvSource of a file, by its suffix (and, for a suffix several kinds share, its content)."""
     path = Path(path).expanduser().resolve()
-    same_suffix = [k for k in KINDS if k.suffix == path.suffix]
+    same_suffix = [k for k in FILE_KINDS if k.suffix == path.suffix]
     if not same_suffix:
-        what = ", ".join(f"{k.title} ({k.suffix})" for k in KINDS)
+        what = ", ".join(f"{k.title} ({k.suffix})" for k in FILE_KINDS)
         raise ValueError(f"{path}: an env is a {what}, not a {path.suffix or 'suffix-less'} file")
     if not path.is_file():
         raise FileNotFoundError(f"{same_suffix[0].noun} {path} does not exist")
@@ -64,7 +69,7 @@ def source_of(path) -> EnvSource:
 
 
 def _folder_source(folder: Path) -> EnvSource | None:
-    for kind in KINDS:
+    for kind in FILE_KINDS:
         p = folder / f"{folder.name}{kind.suffix}"
         if p.is_file() and (kind.claims is None or kind.claims(p)):
             return EnvSource(folder.name, kind, p, kind.ini_of(p))
@@ -88,8 +93,9 @@ def list_envs() -> list:
 
 
 def describe_envs() -> str:
-    """'name (kind), ...' for --help."""
-    return ", ".join(f"{s.name} ({s.kind.title})" for s in env_sources())
+    """'name (kind), ...' for --help, then the kinds named by a prefix ('ale:<name> (...)')."""
+    return ", ".join([f"{s.name} ({s.kind.title})" for s in env_sources()]
+                     + [f"{k.prefix}<name> ({k.title})" for k in KINDS if k.prefix])
 
 
 def env_headers(*folders) -> list:
@@ -99,15 +105,15 @@ def env_headers(*folders) -> list:
 
 
 def _lookup(text: str) -> EnvSource:
-    """The resolution itself: a kind's prefixed name ("gym:CartPole-v1"), a name of envs/ocean/ or a path."""
+    """The resolution itself: a kind's prefixed name ("gym:CartPole-v1", "ale:Breakout"), a name of envs/ocean/ or a path."""
     for kind in KINDS:
         if kind.prefix and text.startswith(kind.prefix):
             return kind.lookup(text[len(kind.prefix):])
-    if "/" in text or os.sep in text or Path(text).suffix in {k.suffix for k in KINDS}:
+    if "/" in text or os.sep in text or Path(text).suffix in {k.suffix for k in FILE_KINDS}:
         return source_of(text)
     src = _folder_source(OCEAN_DIR / text) if (OCEAN_DIR / text).is_dir() else None
     if src is None:
-        files = ", ".join(dict.fromkeys(f"{k.noun} path/to/my_env{k.suffix}" for k in KINDS))
+        files = ", ".join(dict.fromkeys(f"{k.noun} path/to/my_env{k.suffix}" for k in FILE_KINDS))
         prefixed = ", ".join(f"{k.prefix}..." for k in KINDS if k.prefix)
         raise ValueError(f"unknown env {text!r}; built-in envs: {', '.join(list_envs())} (or pass the path of "
                          f"your own env: {files}; or a name with a kind's prefix: {prefixed})")
@@ -115,8 +121,9 @@ def _lookup(text: str) -> EnvSource:
 
 
 def resolve(name_or_path) -> EnvSource:
-    """A name of envs/ocean/ or a path (anything with a folder separator or an env suffix) as its
-    EnvSource; an EnvSource is returned as it is, so whoever holds one never resolves again."""
+    """A name of envs/ocean/, a path (anything with a folder separator or an env suffix) or a
+    kind's prefixed name (`ale:Breakout`) as its EnvSource; an EnvSource is returned as it is, so
+    whoever holds one never resolves again."""
     if isinstance(name_or_path, EnvSource):
         return name_or_path
     return _lookup(str(name_or_path))

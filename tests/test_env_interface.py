@@ -23,6 +23,7 @@ BACKENDS = [
     ("gym:CartPole-v1", {"processes": 2}, 4, "PythonWorkerEnv"),  # Gymnasium envs in worker processes
     ("gym:CartPole-v1", {"isolate": 0}, 4, "PythonEnv"),
     ("pz:" + str(ROOT / "tests" / "py_envs" / "leaving.py"), {}, 10, "PythonWorkerEnv"),  # PettingZoo
+    ("ale:Breakout", {"picture_height": 42, "picture_width": 42}, 4, "AleEnv"),  # ale-py's vector env ([atari])
 ]
 
 
@@ -32,6 +33,8 @@ def _available(name):
     import os
     if name.startswith(("gym:", "pz:")):
         return importlib.util.find_spec("gymnasium") and (name.startswith("gym:") or importlib.util.find_spec("pettingzoo"))
+    if name.startswith("ale:"):
+        return importlib.util.find_spec("ale_py") is not None
     return name != "ddnet" or os.access(DEFAULT_SERVER, os.X_OK)
 
 
@@ -40,6 +43,7 @@ def env(request):
     name, config, agents, cls = request.param
     if not _available(name):
         pytest.skip("DDNet's server is missing: sudo apt-get install ddnet-server" if name == "ddnet" else
+                    'ale-py is missing: pip install -e ".[atari]"' if name.startswith("ale:") else
                     "a Python env kind's extra is missing: pip install -e '.[gym,pz]'")
     with envs.make(name, agents, config=config, num_threads=1, seed=3) as e:
         assert type(e).__name__ == cls

@@ -30,7 +30,7 @@ both, so that the timing is the envs' steps, resets included, steps per CPU seco
 and a step() from Python each: PlayTrain's single-core figure) and the training path (64 envs on
 one thread stepped in C by the vecenv, as `--env GAME --agents 64` does: what a training run
 gets per core). Every trial of a game alternates between its columns, so all see the same load.
-ALE runs through ale-py and gymnasium (`pip install ale-py gymnasium`: a benchmark-only extra)
+ALE runs through ale-py and gymnasium (`pip install -e ".[atari]"`)
 at its own 210x160x3. It prints a table (steps per CPU second of both paths, their ratio, ALE's
 and the ratios to it; the geometric mean of the ratios), then a per-primitive cost table (ns per
 call with the C p5 layer and with the prelude's JS alone, `native_p5 = 0`); per game the share of
@@ -138,7 +138,7 @@ class _AleRunner:
             import ale_py
             import gymnasium as gym
         except ImportError as e:
-            raise SystemExit(f"--ale needs ale-py and gymnasium (a benchmark-only extra): pip install ale-py gymnasium ({e})")
+            raise SystemExit(f'--ale needs ale-py and gymnasium: pip install -e ".[atari]" ({e})')
         gym.register_envs(ale_py)
         self.env = gym.make(env_id, obs_type="rgb")
         self.env.reset(seed=seed)

@@ -191,7 +191,7 @@ def main(argv=None) -> int:
             frames = [view()]
             for _ in range(100_000):
                 ev.step()
-                if ev.env.terminals[0]:
+                if ev.env.episode_over(0):  # a whole episode (an Atari game: every life)
                     break
                 frames.append(view())
             write_gif(args.gif, frames, fps=args.fps)
@@ -204,7 +204,7 @@ def main(argv=None) -> int:
             while view.show(frame):
                 t = time.perf_counter()
                 ev.step()
-                if ev.env.terminals[0]:
+                if ev.env.episode_over(0):
                     log = ev.env.log()
                     print(" ".join(f"{k} {v:.3g}" for k, v in log.items()), flush=True)
                 frame = view()
