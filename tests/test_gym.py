@@ -306,7 +306,7 @@ def test_pettingzoo_agents_that_leave_are_masked(isolate):
 
 def test_a_pettingzoo_aec_env_is_refused_with_a_hint():
     with pytest.raises(EnvError, match="not a PettingZoo ParallelEnv"):
-        envs.make("pz:pettingzoo.classic.tictactoe_v3:env", 2, config={"isolate": 0})
+        envs.make(f"pz:{PY_ENVS / 'turns.py'}:env", 2, config={"isolate": 0})
 
 
 @pytest.mark.slow
