@@ -95,7 +95,7 @@ def test_text_files_are_read_and_written_as_utf8():
         for path in sorted((ROOT / pkg).rglob("*.py")):
             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
                 if re.search(r"\.(read_text|write_text)\(|(?<![\w.])open\(", line) and "encoding=" not in line \
-                        and not line.lstrip().startswith("def ")  \
+                        and not line.lstrip().startswith("def ") \
                         and not re.search(r"""["'][rwa]\+?b["']""", line) and "safe_open(" not in line:
                     bad.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
     assert not bad, "\n".join(bad)
