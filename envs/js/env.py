@@ -58,6 +58,7 @@ void js_vec_reset_seed(VecEnv* vec, int index, unsigned int seed);
 void js_vec_state(VecEnv* vec, int index, double* out);
 void js_vec_final(VecEnv* vec, int index, unsigned char* frame, double* out);
 void js_vec_frame(VecEnv* vec, int index, unsigned char* frame);
+int js_vec_prefetch_lines(VecEnv* vec, int index);
 """
 
 
