@@ -173,3 +173,28 @@ def test_frames_equal_the_recorded_references(key):
 def test_the_js_prelude_alone_draws_the_same_frames(name):
     path = _game(name)
     assert frames_digest(path, dict(RGB64, native_p5=0), steps=150) == frames_digest(path, RGB64, steps=150)
+
+
+@pytest.mark.parametrize("name", ["flappy", "breakout_js"])
+def test_prefetching_the_next_env_changes_nothing(name):
+    """With at least JS_PF_MIN_ENVS (24) envs on a thread, each step prefetches the next env's
+    recorded lines (jsenv.h): every env has recorded some, and the first envs of 32 on one thread
+    step exactly as 4 alone, which prefetch nothing (the vecenv seeds an env by its index)."""
+    path = _game(name)
+    runs = []
+    for agents in (32, 4):
+        env = envs.make(str(path), agents, num_threads=1, seed=5, config=RGB64)
+        env.reset()
+        rng = np.random.default_rng(2)
+        steps = []
+        for _ in range(120):
+            actions = rng.integers(0, env.act_sizes[0], (32, 1)).astype(np.float32)
+            env.step(actions[:agents])
+            steps.append((env.observations[:4].copy(), np.asarray(env.rewards)[:4].copy(),
+                          np.asarray(env.terminals)[:4].copy()))
+        lines = [env._lib.js_vec_prefetch_lines(env._live(), i) for i in range(agents)]
+        env.close()
+        assert min(lines) > 20, lines  # the functions, arenas and host lines of a step
+        runs.append(steps)
+    for (o1, r1, t1), (o2, r2, t2) in zip(*runs):
+        assert np.array_equal(o1, o2) and np.array_equal(r1, r2) and np.array_equal(t1, t2)

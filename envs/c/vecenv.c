@@ -508,6 +508,9 @@ static void vec_step_range_in(VecEnv* vec, int lo, int hi, VecGuard* g) {
     for (int e = lo; e < hi && !vec->dead; e++) {
         VEC_AT(g, e);
         if (clear) vec_clear_env_outputs(&vec->envs[e]);
+#ifdef PUF_PREFETCH_NEXT /* an env header may bring the next env's memory in while this one steps */
+        if (e + 1 < hi) PUF_PREFETCH_NEXT(&vec->envs[e], &vec->envs[e + 1], hi - lo);
+#endif
         puf_step(&vec->envs[e]);
     }
 }

@@ -24,6 +24,11 @@ the global lookup and the value release inlined into the interpreter loop.
   (what JS_DefineProperty and JS_CreateProperty do for that case); anything else takes their
   path. With the string edit, a game that draws nothing steps 13% faster (getGameState()'s
   object literal is most of what is left of a step's fixed cost).
+- A recorder for the env host's prefetching (envs/js/jsenv.h): while a runtime's puf_lines is set
+  (puf_record), a call records its function's object, bytecode, constants and closure variables,
+  and the allocator the arenas and blocks it takes and frees; otherwise each site costs one test
+  of a field the runtime already has at hand. Nothing is read that the step would not read, and
+  nothing the program sees changes.
 """
 
 
@@ -233,5 +238,125 @@ static bool js_string_eq(JSString *p1, JSString *p2) {
 """,
      """\
                 val = puf_get_global_var(ctx, PUF_IC_SLOT(b, pc), atom, opcode - OP_get_var_undef);
+"""),
+    ('the runtime records the lines a step touches',
+     """\
+struct JSRuntime {
+    JSMallocFunctions mf;
+""",
+     """\
+struct JSRuntime {
+    JSMallocFunctions mf;
+    /* puffgpu: while not NULL, the lines the runtime touches first are recorded here
+       (puf_record), for the env host to prefetch before the runtime's next step */
+    uintptr_t *puf_lines;
+    int puf_n, puf_cap;
+"""),
+    ('the recorder',
+     """\
+static void *js_arena_malloc(JSRuntime *rt, size_t size)
+{
+""",
+     """\
+/* puffgpu: the recorder (struct JSRuntime's puf_lines). A line is kept when it differs from the
+   one recorded last; the host sorts out repeats after the step. Recording changes nothing else. */
+static void puf_rec(JSRuntime *rt, const void *a)
+{
+    uintptr_t line = (uintptr_t)a & ~(uintptr_t)63;
+    if (rt->puf_lines == NULL || rt->puf_n >= rt->puf_cap || !a ||
+        (rt->puf_n > 0 && rt->puf_lines[rt->puf_n - 1] == line))
+        return;
+    rt->puf_lines[rt->puf_n++] = line;
+}
+
+static void puf_rec_range(JSRuntime *rt, const void *a, size_t n)
+{
+    for (size_t i = 0; i < n; i += 64)
+        puf_rec(rt, (const uint8_t *)a + i);
+    if (n)
+        puf_rec(rt, (const uint8_t *)a + n - 1);
+}
+
+/* Starts recording into lines or, lines NULL, stops: the number of lines recorded since the start. */
+int puf_record(JSRuntime *rt, uintptr_t *lines, int cap)
+{
+    int n = rt->puf_n;
+    rt->puf_lines = lines;
+    rt->puf_cap = cap;
+    rt->puf_n = 0;
+    return n;
+}
+
+static void *js_arena_malloc(JSRuntime *rt, size_t size)
+{
+"""),
+    ('the allocator records its arenas',
+     """\
+        block_idx = ar->first_free_block;
+""",
+     """\
+        if (unlikely(rt->puf_lines != NULL)) {
+            puf_rec(rt, head);
+            puf_rec(rt, ar);
+            puf_rec(rt, arena_get_block(ar, ar->first_free_block, block_size));
+        }
+        block_idx = ar->first_free_block;
+"""),
+    ('the allocator records the arenas it frees into',
+     """\
+        b->u.free_next = ar->first_free_block;
+""",
+     """\
+        if (unlikely(rt->puf_lines != NULL))
+            puf_rec(rt, ar);
+        b->u.free_next = ar->first_free_block;
+"""),
+    ('puf_rec_call',
+     """\
+static bool needs_backtrace(JSValue exc)
+""",
+     """\
+/* puffgpu: what a call of function object p touches first: the object, its bytecode (the
+   function's record, its code, constants) and the variables its closure reads */
+static __attribute__((noinline)) void puf_rec_call(JSRuntime *rt, JSObject *p)
+{
+    puf_rec(rt, p);
+    puf_rec(rt, &rt->class_array[p->class_id]);
+    if (p->class_id != JS_CLASS_BYTECODE_FUNCTION)
+        return;
+    JSFunctionBytecode *b = p->u.func.function_bytecode;
+    puf_rec_range(rt, b, sizeof(*b));
+    puf_rec_range(rt, b->byte_code_buf, b->byte_code_len < 2048 ? b->byte_code_len : 2048);
+    if (b->cpool_count)
+        puf_rec_range(rt, b->cpool, sizeof(JSValue) * (b->cpool_count < 32 ? b->cpool_count : 32));
+    if (p->u.func.var_refs) {
+        int n = b->closure_var_count < 32 ? b->closure_var_count : 32;
+        puf_rec_range(rt, p->u.func.var_refs, sizeof(JSVarRef *) * n);
+        for (int i = 0; i < n; i++) {
+            JSVarRef *v = p->u.func.var_refs[i];
+            if (v) {
+                puf_rec(rt, v);
+                puf_rec(rt, v->pvalue);
+            }
+        }
+    }
+}
+
+static bool needs_backtrace(JSValue exc)
+"""),
+    ('a call records its function',
+     """\
+    p = JS_VALUE_GET_OBJ(func_obj);
+    if (unlikely(p->class_id != JS_CLASS_BYTECODE_FUNCTION)) {
+        JSClassCall *call_func;
+        call_func = rt->class_array[p->class_id].call;
+""",
+     """\
+    p = JS_VALUE_GET_OBJ(func_obj);
+    if (unlikely(rt->puf_lines != NULL))
+        puf_rec_call(rt, p);
+    if (unlikely(p->class_id != JS_CLASS_BYTECODE_FUNCTION)) {
+        JSClassCall *call_func;
+        call_func = rt->class_array[p->class_id].call;
 """),
 )

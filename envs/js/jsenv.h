@@ -113,6 +113,10 @@ struct Env {
     int frameskip;    /* frames per step: the first with the action's presses, the rest held keys only */
     int rasterize;    /* 0: the primitives draw nothing (tools/bench_env.py times the game alone) */
     int native_p5;    /* 1: the frequent p5 calls in C (p5native.h); 0: the prelude's JS for all */
+    int pf_n, pf_pos, pf_countdown; /* js_prefetch: lines in pf, the next env's read so far, steps
+                                     * until this env's are recorded again */
+    uintptr_t* pf;    /* [JS_PF_LINES] the lines this env's step touches first */
+    struct Env* pf_next; /* the env stepped after this one, whose lines this step prefetches */
     int num_canvases, target;
     JsCanvas canvas[JS_MAX_CANVASES];
     double fbuf[JS_FBUF];
@@ -524,6 +528,66 @@ static const JSCFunctionListEntry js_native_funcs[] = {
     JS_CFUNC_DEF("target", 1, js_n_target),
     JS_CFUNC_DEF("canvas", 2, js_n_canvas),
 };
+
+/* ---- the next env's lines, prefetched ---------------------------------------------------------
+ * With many envs on a core, each step reads its env's JS heap back from L3: a few hundred lines
+ * (function objects, bytecode, closures, arenas, objects), each a dependent load the hardware
+ * cannot foresee. So every JS_PF_EVERY steps an env records the lines its step touches first (the
+ * engine's recorder, envs/js/engine_patches.py: the functions called, the arenas allocated from,
+ * plus the host's own structures), and while the vecenv steps an env it prefetches the next
+ * env's lines, JS_PF_CHUNK at the start and JS_PF_CHUNK at each p5 call, so that they arrive while
+ * this one runs instead of all at once. A stale line (an object freed since) costs one prefetch;
+ * a prefetch never faults. With fewer than JS_PF_MIN_ENVS envs on a thread they stay in its L2
+ * anyway and nothing is prefetched. */
+#define JS_PF_LINES 1024
+#define JS_PF_EVERY 2000
+#define JS_PF_CHUNK 16
+#define JS_PF_MIN_ENVS 24
+int puf_record(JSRuntime* rt, uintptr_t* lines, int cap);
+
+static inline void js_pf_some(Env* env) {
+    Env* nx = env->pf_next;
+    if (nx == NULL) return;
+    int i = env->pf_pos, n = nx->pf_n, end = i + JS_PF_CHUNK < n ? i + JS_PF_CHUNK : n;
+    for (const uintptr_t* l = nx->pf; i < end; i++) __builtin_prefetch((const void*)l[i], 0, 3);
+    env->pf_pos = i;
+    if (i >= n) env->pf_next = NULL;
+}
+
+/* the vecenv's hook, before it steps env `cur` (envs/c/vecenv.c) */
+#define PUF_PREFETCH_NEXT(cur, next, envs_on_thread) \
+    do { \
+        if ((envs_on_thread) >= JS_PF_MIN_ENVS) { \
+            (cur)->pf_next = (next); \
+            (cur)->pf_pos = 0; \
+            js_pf_some(cur); \
+        } \
+    } while (0)
+
+static int js_cmp_line(const void* a, const void* b) {
+    uintptr_t x = *(const uintptr_t*)a, y = *(const uintptr_t*)b;
+    return x < y ? -1 : x > y;
+}
+
+static inline int js_pf_begin(Env* env) {
+    if (env->pf == NULL || --env->pf_countdown > 0) return 0;
+    puf_record(env->rt, env->pf, JS_PF_LINES);
+    return 1;
+}
+
+static void js_pf_end(Env* env) {
+    int n = puf_record(env->rt, NULL, 0);
+    uintptr_t* l = env->pf;
+    const void* own[] = {env, (char*)env + 64, (char*)env + 128, (char*)env + 192, env->hc, env->p5, env->rt, env->ctx};
+    for (int i = 0; i < (int)(sizeof(own) / sizeof(own[0])) && n < JS_PF_LINES; i++)
+        if (own[i] != NULL) l[n++] = (uintptr_t)own[i] & ~(uintptr_t)63;
+    qsort(l, (size_t)n, sizeof(uintptr_t), js_cmp_line); /* in address order, each line once */
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (m == 0 || l[i] != l[m - 1]) l[m++] = l[i];
+    env->pf_n = m;
+    env->pf_countdown = JS_PF_EVERY;
+}
 
 #include "p5native.h"
 
@@ -1009,6 +1073,8 @@ void puf_init(Env* env, Dict* kwargs) {
     c->ch = 3;
     c->px = env->own_px = (unsigned char*)calloc((size_t)c->w * c->h, 3);
     env->final_frame = (unsigned char*)calloc((size_t)c->w * c->h, 3);
+    env->pf = (uintptr_t*)malloc(sizeof(uintptr_t) * JS_PF_LINES); /* NULL: no prefetching */
+    env->pf_countdown = 2; /* the second step records: the first may still be setting up */
     env->num_canvases = 1;
     env->p5 = (JsP5*)calloc(1, sizeof(JsP5));
     if (env->p5 != NULL) p5_native_init(env);
@@ -1107,15 +1173,20 @@ void puf_step(Env* env) {
     }
     float fa = ag->actions[0];
     int action = (fa >= 0 && fa < JS_NUM_ACTIONS) ? (int)fa : 0;
+    int rec = js_pf_begin(env);
     for (int f = 0; f < env->frameskip; f++) {
         if (f > 0 && env->out[2] != 0) break;  /* the game ended on an earlier frame of this step */
         const char* during = f == 0 ? "a step (keyPressed(), draw(), getGameState())" : "a held frame (draw(), getGameState())";
         if (env->hc != NULL ? !js_frame(env, action, f == 0, during)
                             : !js_call(env, f == 0 ? env->fn_step : env->fn_hold, action, during, env->ops_budget)) {
+            if (rec) js_pf_end(env);
+            env->pf_next = NULL;
             ag->terminals[0] = 1;
             return;
         }
     }
+    if (rec) js_pf_end(env);
+    env->pf_next = NULL;
     double score = env->out[0];
     double reward = score - env->last_score;
     env->last_score = score;
@@ -1166,6 +1237,9 @@ void puf_close(Env* env) {
     env->own_px = NULL;
     for (int i = 1; i < env->num_canvases; i++) free(env->canvas[i].px);
     free(env->final_frame);
+    free(env->pf);
+    env->pf = NULL;
+    env->pf_n = 0;
     env->final_frame = NULL;
     free(env->p5);
     env->p5 = NULL;

@@ -42,3 +42,9 @@ void js_vec_frame(VecEnv* vec, int index, unsigned char* frame) {
     if (index < 0 || index >= vec->num_envs) return;
     memcpy(frame, vec->envs[index].canvas[0].px, (size_t)JS_PICTURE_WIDTH * JS_PICTURE_HEIGHT * 3);
 }
+
+/* How many lines env `index` prefetches for (jsenv.h's js_prefetch: 0 until it has recorded). */
+int js_vec_prefetch_lines(VecEnv* vec, int index) {
+    if (index < 0 || index >= vec->num_envs) return 0;
+    return vec->envs[index].pf_n;
+}

@@ -294,6 +294,7 @@ static JSValue p5_call(JSContext* ctx, int argc, JSValueConst* argv, int magic);
 
 static JSValue p5_fn(JSContext* ctx, JSValueConst this_val, int argc, JSValueConst* argv, int magic) {
     Env* env = js_env(ctx);
+    js_pf_some(env); /* the next env's lines, a few at a time (jsenv.h) */
     JsP5* p = env->p5;
     double* S = p->s;
     (void)this_val;
