@@ -433,8 +433,11 @@ def ale_benchmarks(args):
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # idle OpenMP threads do not spin on the CPU clock
     pairs = [_ale_id(s) for s in args.ale or []]
     # a name (catcher) is its game file, which the per-game split reads and rewrites
-    args.js = [p if Path(p).is_file() else str(envs.resolve(p).path) for p in args.js or []]
-    pairs = [(p if Path(p).is_file() else str(envs.resolve(p).path), a) for p, a in pairs]
+    try:
+        args.js = [p if Path(p).is_file() else str(envs.resolve(p).path) for p in args.js or []]
+        pairs = [(p if Path(p).is_file() else str(envs.resolve(p).path), a) for p, a in pairs]
+    except (FileNotFoundError, ValueError) as e:  # a game named by a path that is not there
+        raise SystemExit(f"error: {e} (name a JS game by its path, or a built-in one by its name)") from None
     roots = [Path(__file__).resolve().parent.parent] + [Path(r).resolve() for r in args.against or []]
     print(f"protocol: 64x64x3 (ALE: 210x160x3), frameskip 1, random actions drawn before each trial, resets "
           f"included, steps per CPU second, median of {args.trials} trials, every trial of a game alternating "
