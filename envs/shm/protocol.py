@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import psutil
 
 from ..build import load_cffi
 
@@ -127,20 +128,16 @@ def shm_unlink(name):
 
 def pid_alive(pid):
     """Whether process `pid` runs: a pid from a header (server_pid, trainer_pid), whose process
-    need not be ours, so only the OS can say. 0 or less (not declared) counts as alive; a zombie
-    (exited, not yet reaped by its parent: a server started by a script that has not waited for
-    it) does not."""
+    need not be ours, so only the OS can say (psutil asks it the same way on every OS). 0 or less
+    (not declared) counts as alive; a zombie (exited, not yet reaped by its parent: a server started
+    by a script that has not waited for it) does not."""
     if pid <= 0:
         return True
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:  # ZombieProcess, where an OS reports a zombie that way, included
         return False
-    except PermissionError:
-        pass
-    try:  # Linux: the state letter after the command's closing parenthesis
-        return Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except (OSError, IndexError):
+    except psutil.AccessDenied:  # it exists; another user's
         return True
 
 
