@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import EnvError
-from .spaces import ActLayout, ObsLayout, gym_spaces
+from .spaces import ActLayout, ObsLayout, gym_spaces, require
 
 # what every Python env logs per finished episode (the n field counts them); score is the return,
 # the key the dashboard shows for every env
@@ -108,6 +108,29 @@ class Runner:
         if masks is not None:
             masks[:] = 1
 
+    # the layout, as the worker's Server and the in-process env read it
+    @property
+    def act_sizes(self):
+        return self.act.sizes
+
+    @property
+    def obs_size(self):
+        return self.obs.size
+
+    @property
+    def obs_dtype(self):
+        return self.obs.dtype
+
+    @property
+    def picture(self):
+        return self.obs.picture
+
+    def _clear_step(self):
+        """No reward and no episode end in any row: what a reset leaves."""
+        self.rewards[:] = 0
+        self.terminals[:] = 0
+        self.truncations[:] = 0
+
     def close(self):
         for e in self.envs:
             try:
@@ -126,7 +149,7 @@ class GymRunner(Runner):
             factory = load_file(spec["file"], spec["factory"], what)
             self._make = lambda seed: call(factory, what, seed, **spec["kwargs"])
         else:
-            gym = require_gymnasium()
+            gym = require("gymnasium", "Gymnasium", "gym")
             target = spec["target"]
 
             def make(seed):  # gymnasium.make also takes "module:Id-v0", importing the module first
@@ -150,8 +173,6 @@ class GymRunner(Runner):
         first = self.envs[0]
         self.act = ActLayout(first.action_space)
         self.obs = ObsLayout(first.observation_space, mask_size=sum(self.act.sizes))
-        self.act_sizes, self.obs_size, self.obs_dtype, self.picture = \
-            self.act.sizes, self.obs.size, self.obs.dtype, self.obs.picture
         self.has_masks = self.obs.mask_path is not None
         self.agents_per_env = 1
         self.num_agents = count
@@ -181,9 +202,7 @@ class GymRunner(Runner):
             self._write(i, obs)
         self.ret[:] = 0
         self.len[:] = 0
-        self.rewards[:] = 0
-        self.terminals[:] = 0
-        self.truncations[:] = 0
+        self._clear_step()
 
     def step(self, actions, lo=0, hi=None):
         """One step of envs [lo, hi) with their rows of `actions`."""
@@ -206,14 +225,6 @@ class GymRunner(Runner):
             rewards[i] = r * scale
             terminals[i] = 1.0 if term else 0.0
             truncations[i] = 1.0 if trunc else 0.0
-
-
-def require_gymnasium():
-    try:
-        import gymnasium
-    except ImportError:
-        raise EnvError("Gymnasium is not installed: pip install 'puffgpu[gym]' (or pip install gymnasium)") from None
-    return gymnasium
 
 
 def probe(spec):

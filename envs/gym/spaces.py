@@ -37,6 +37,8 @@ message naming the space and where it sits.
 """
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 
 from ..errors import EnvError
@@ -50,13 +52,19 @@ class SpaceError(EnvError, ValueError):
     """A space puffgpu cannot map (its name and where it sits are in the message)."""
 
 
+def require(module, name, extra):
+    """`module` imported, or an EnvError naming the extra that brings it (the Python kinds'
+    packages are optional: a trainer without them still imports these modules)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise EnvError(f"{name} is not installed: pip install 'puffgpu[{extra}]' "
+                       f"(or pip install {module.partition('.')[0]})") from None
+
+
 def gym_spaces():
     """gymnasium.spaces, or a message naming the extra that brings it."""
-    try:
-        import gymnasium.spaces as spaces
-    except ImportError:
-        raise EnvError("Gymnasium is not installed: pip install 'puffgpu[gym]' (or pip install gymnasium)") from None
-    return spaces
+    return require("gymnasium.spaces", "Gymnasium", "gym")
 
 
 def _where(path, root):

@@ -15,22 +15,14 @@ import numpy as np
 
 from ..errors import EnvError
 from ..gym.runner import Runner, call, import_target, load_file
-from ..gym.spaces import ActLayout, ObsLayout, gym_spaces
-
-
-def require_pettingzoo():
-    try:
-        import pettingzoo
-    except ImportError:
-        raise EnvError("PettingZoo is not installed: pip install 'puffgpu[pz]' (or pip install pettingzoo)") from None
-    return pettingzoo
+from ..gym.spaces import ActLayout, ObsLayout, gym_spaces, require
 
 
 class PzRunner(Runner):
     """`count` PettingZoo parallel envs, len(possible_agents) rows each."""
 
     def __init__(self, spec, count):
-        pettingzoo = require_pettingzoo()
+        pettingzoo = require("pettingzoo", "PettingZoo", "pz")
         gym_spaces()
         self.spec = spec
         what = spec.get("name", "env")
@@ -62,8 +54,6 @@ class PzRunner(Runner):
                                    f"puffgpu's agents are rows of one policy and must share their spaces")
         self.act = ActLayout(act_space, root=f"action_space({a0!r})")
         self.obs = ObsLayout(obs_space, root=f"observation_space({a0!r})", mask_size=sum(self.act.sizes))
-        self.act_sizes, self.obs_size, self.obs_dtype, self.picture = \
-            self.act.sizes, self.obs.size, self.obs.dtype, self.obs.picture
         self.has_masks = True  # absent agents are masked
         self.agents_per_env = len(self.agents)
         self.num_agents = count * self.agents_per_env
@@ -101,9 +91,7 @@ class PzRunner(Runner):
     def reset(self, seed):
         for e in range(len(self.envs)):
             self._reset_env(e, int(seed) + e)
-        self.rewards[:] = 0
-        self.terminals[:] = 0
-        self.truncations[:] = 0
+        self._clear_step()
 
     def step(self, actions, lo=0, hi=None):
         """One step of envs [lo, hi)."""
