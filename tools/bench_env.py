@@ -172,14 +172,7 @@ def _side_by_side(runners, warmup, frames, trials):
     """Median steps per CPU second of each runner, trials alternating between them."""
     for r in runners:
         r.run(_actions(r, warmup))
-    rates = [[] for _ in runners]
-    for t in range(trials):
-        order = list(range(len(runners)))
-        if t % 2:
-            order.reverse()
-        for i in order:
-            rates[i].append(_cpu_rate(runners[i], frames))
-    return [float(np.median(r)) for r in rates]
+    return _alternate([lambda t, r=r: _cpu_rate(r, frames) for r in runners], trials)
 
 
 def _ale_id(spec):
