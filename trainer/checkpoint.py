@@ -42,7 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
-from puffbase.atomic import atomic_write_many
+from puffbase.atomic import TEMP_GLOB, atomic_write_many
+from puffbase.cache import user_tag
 from puffbase.lock import Held, OwnedLock
 
 from .spec import PolicySpec
@@ -108,8 +109,7 @@ def checkpoint_bytes(spec: PolicySpec, momentum: bool = True) -> int:
 def fallback_dir() -> Path:
     """Where checkpoints go when their folder cannot take them: the system's temporary folder (one
     folder per user, as several may share it)."""
-    user = str(os.getuid()) if hasattr(os, "getuid") else (os.environ.get("USERNAME") or "user")
-    return Path(tempfile.gettempdir()) / f"puffgpu-fallback-{user}" / "checkpoints"
+    return Path(tempfile.gettempdir()) / f"puffgpu-fallback-{user_tag()}" / "checkpoints"
 
 
 def lock_run(run_dir: str | Path, what: str = "") -> OwnedLock:
@@ -137,7 +137,7 @@ def clean_strays(run_dir: str | Path) -> list[str]:
     """Removes the temporary files of saves that did not finish (a SIGKILL while writing): with the
     run's lock held no other process writes there. Returns their names."""
     removed = []
-    for p in Path(run_dir).glob(".*.tmp.*"):
+    for p in Path(run_dir).glob(TEMP_GLOB):
         try:
             p.unlink()
             removed.append(p.name)

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from puffbase.atomic import atomic_write
+from puffbase.cache import user_tag
 from puffbase.lock import lock_file  # the adapter claims (claim_adapter)
 
 from . import config as config_mod
@@ -297,23 +298,12 @@ def local_adapters() -> list[str]:
     return names
 
 
-def _user_tag() -> str:
-    """Who runs the sweep, for lock names shared by one user's trials (uid on POSIX)."""
-    if hasattr(os, "getuid"):
-        return str(os.getuid())
-    import getpass
-    try:
-        return "".join(c if c.isalnum() else "_" for c in getpass.getuser())
-    except Exception:  # no user name in the environment
-        return "user"
-
-
 def claim_adapter(names: list[str]):
     """(adapter name, lock file) for this trial: the first adapter of the node no other trial holds."""
     if len(names) <= 1:
         return None, None
     for i, name in enumerate(names):
-        f = lock_file(Path(tempfile.gettempdir()) / f"puffgpu-sweep-adapter-{_user_tag()}-{i}.lock")
+        f = lock_file(Path(tempfile.gettempdir()) / f"puffgpu-sweep-adapter-{user_tag()}-{i}.lock")
         if f is not None:
             return name, f
     return None, None
