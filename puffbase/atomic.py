@@ -14,6 +14,9 @@ import threading
 from pathlib import Path
 
 
+TEMP_GLOB = ".*.tmp.*"  # the temp files below, for whoever cleans up after a killed writer
+
+
 def _temp(path: Path) -> Path:
     # pid and thread in the name: concurrent writers (sweep trials, build workers) never share a temp.
     return path.with_name(f".{path.name}.tmp.{os.getpid()}.{threading.get_ident()}")
