@@ -92,8 +92,8 @@ def _leaves(space, spaces, root, path=()):
 def _unsupported(space, path, root, what):
     hint = "wrap the env to turn it into one of those"
     if what == "observations" and len(path) == 1 and isinstance(path[0], str):
-        hint += (f", or drop it: a Python env file whose make_env returns "
-                 f"gymnasium.wrappers.FilterObservation(env, [the other keys])")
+        hint += (", or drop it: a Python env file whose make_env returns "
+                 "gymnasium.wrappers.FilterObservation(env, [the other keys])")
     return SpaceError(f"{_where(path, root)} is {space!r}: puffgpu maps Box, Discrete, MultiDiscrete, MultiBinary, "
                       f"Dict and Tuple {what}; {type(space).__name__} has no lossless row ({hint})")
 
