@@ -2,7 +2,7 @@
 
     ch = LockstepChannel()
     ch.reset()                                  # before each (re)start of the server: time 0, counts 0
-    Popen(..., env={**os.environ, **ch.environment(port)}, pass_fds=ch.pass_fds)
+    Popen(..., env={**os.environ, **ch.environment(port, library)}, pass_fds=ch.pass_fds)
     client.ddc_lockstep_attach(s, ch.address, ch.wake_fd, ch.done_fd)
     ch.stats()                                  # {'passes': ..., 'game_seconds': ...}
     grant_time(ticks, grants)                   # the clock reading a grant sets
