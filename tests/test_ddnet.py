@@ -344,7 +344,7 @@ def test_curriculum_starts_a_bot_exactly_where_one_stood():
         for _ in range(30):  # walk right along the route, recording places to stand on
             env.step(actions(1, move=2))
         # a place 30 tiles along the floor from the spawn, grounded: where an earlier episode stood
-        F, x0, y0 = env._F, field(env, "x"), field(env, "y")
+        x0, y0 = field(env, "x"), field(env, "y")
         ground = [(x, y0) for x in range(x0 - 40 * 32, x0 + 40 * 32, 32) if env._grounded(np.array([x]), np.array([y0]))[0]
                   and np.isfinite(env._distance_at(np.array([x]), np.array([y0]))[0])]
         tx, ty = max(ground, key=lambda p: 1 - env._distance_at(np.array([p[0]]), np.array([p[1]]))[0])

@@ -104,8 +104,8 @@ def table(seconds: float, ticks: int, map_name: str):
                 r = bench(servers, bots, ticks, seconds, mode, map_name)
                 rows.append(r)
                 print(f"  {servers} x {bots} {mode}: {r['sps']:,.0f} steps/s", file=sys.stderr, flush=True)
-    print(f"| servers x bots | mode | agent steps/s | x game pace | CPU us/step servers | CPU us/step trainer | "
-          f"decode us | waited | missed ticks |")
+    print("| servers x bots | mode | agent steps/s | x game pace | CPU us/step servers | CPU us/step trainer | "
+          "decode us | waited | missed ticks |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         waited = f"{r['waited']:.0%}" if r["mode"] == "lockstep" else "-"

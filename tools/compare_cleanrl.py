@@ -87,7 +87,7 @@ def main(argv=None) -> int:
         return 1
     reach = min(c_steps[-1], p_steps[-1])
     print(f"whole-game returns, mean of the last {args.window} games by each mark (both runs reached {reach:,.0f} steps)")
-    print(f"| env steps | puffgpu | CleanRL ppo_atari.py |\n|---|---|---|")
+    print("| env steps | puffgpu | CleanRL ppo_atari.py |\n|---|---|---|")
     for mark in (int(m) for m in args.marks.split(",")):
         if mark > reach:
             continue

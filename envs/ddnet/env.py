@@ -534,7 +534,7 @@ class DDNetEnv(EnvBase):
     # ---- observations ----
 
     def _observe(self):
-        F, st, c = self._F, self._state, self.config
+        F, st = self._F, self._state
         o = self._observations
         o[:] = 0
         act = self.active
