@@ -137,6 +137,22 @@ def test_eval_headless_counts_first_episodes_fairly(tmp_path):
     assert ev.path == res["checkpoint"]
 
 
+def test_eval_counts_every_episode_a_server_process_ends(tmp_path):
+    """An env in server processes is one "env" of many agents to the evaluator: a log of n episodes
+    counts n (memory's episodes are 5 steps, so each of 2 servers of 5 envs ends 5 every 5 steps)."""
+    from trainer.eval import Evaluator
+    cfg = smoke_cfg(tmp_path, **{"env.isolate": "1", "env.processes": "2"})
+    ev = Evaluator("memory", cfg, None, num_agents=10, seed=3)
+    try:
+        out = ev.measure(25)
+        assert ev.env.num_envs == 2
+    finally:
+        ev.env.close()
+    assert out["episodes"] == 30  # each server's first 15: every env's first 3
+    assert out["episode_length"] == 5.0 and 0.0 <= out["perf"] <= 1.0
+    assert ev.steps == 15
+
+
 def test_run_and_eval_resolve_the_env_once(tmp_path, monkeypatch):
     """`trainer.run --env NAME` turns the name into its EnvSource once: the config, the env, its kind
     and the run's messages all take that object (and `trainer.eval` the same)."""

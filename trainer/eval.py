@@ -9,7 +9,9 @@
 
 Headless counting is fair: every env contributes exactly its first k episodes (k = episodes /
 parallel envs, rounded up). Counting whatever finishes first would over-count short episodes
-(early deaths). Sampling is stochastic, as in training; --deterministic takes each discrete head's
+(early deaths). Envs in server processes (`[env] isolate = 1`) are counted per process, each its
+first k to finish, which is fair only for episodes of one length; so a Python env, whose default
+is worker processes, is evaluated in this process (its kind's evaluation values set isolate = 0). Sampling is stochastic, as in training; --deterministic takes each discrete head's
 most likely legal choice and each continuous head's mean μ instead. The env's action mask applies
 as in training. --random replaces the policy by uniform random actions (each discrete head uniform
 over its legal choices, each continuous head N(0, 1), what an untrained policy samples): the
@@ -93,20 +95,26 @@ class Evaluator:
         env = self.env
         per_env = -(-episodes // env.num_envs)
         taken = np.zeros(env.num_envs, int)
-        results = []
+        results, weights = [], []
         env.log()  # start from clean logs
         for _ in range(max_steps):
             self.step()
             counts = env.log_counts()
             for i in np.flatnonzero((counts > 0) & (taken < per_env)):
-                results.append(env.env_log(int(i)))
-                taken[i] += 1
+                result = env.env_log(int(i))
+                # an "env" of several agents (a multi-agent env, a server process of many envs) can end
+                # several episodes in one step: its log is their mean over n, which counts n times
+                n = max(1, int(round(result.get("n", 1))))
+                results.append(result)
+                weights.append(n)
+                taken[i] += n
             if taken.min() >= per_env:
                 break
         else:
             raise RuntimeError(f"only {taken.sum()} of {per_env * env.num_envs} episodes finished in {max_steps} steps")
         keys = [k for k in results[0] if k != "n"]
-        return {"episodes": len(results), **{k: float(np.mean([r[k] for r in results])) for k in keys}}
+        return {"episodes": int(sum(weights)),
+                **{k: float(np.average([r[k] for r in results], weights=weights)) for k in keys}}
 
 
 class RandomActions:
