@@ -58,7 +58,8 @@ class Kind:
               protocol (envs/shm/ builds its generic server around the env's file); False: the
               kind's make answers that key itself
     evaluation  [env] values an evaluation (trainer.eval) sets over the run's: what only shapes
-              training turned off (a DDNet env's curriculum starts), so it measures from the real start
+              training turned off (a DDNet env's curriculum starts), so it measures from the real start;
+              a Python env's steps in the evaluator's process, which counts each env's own episodes
     prefix    a name starting with it ("gym:", "ale:") is this kind's, whatever follows (an id, a module
               path: it may hold '/' or a suffix); "" for kinds named only by files and folders
     lookup    lookup(rest) -> EnvSource for a prefixed name, given what follows the prefix

@@ -309,6 +309,26 @@ def test_a_pettingzoo_aec_env_is_refused_with_a_hint():
         envs.make(f"pz:{PY_ENVS / 'turns.py'}:env", 2, config={"isolate": 0})
 
 
+def test_an_evaluation_steps_python_envs_in_its_own_process():
+    """trainer.eval counts each env's first episodes, so it runs a Python env in its process (a worker
+    would be one "env" of many to it): CartPole episodes of random play differ in length, and 8 envs ×
+    their first 2 are exactly 16."""
+    from envs.gym.env import PythonEnv
+    from trainer import config
+    from trainer.eval import Evaluator
+    name = str(PY_ENVS / "cartpole_file.py")
+    cfg, _ = config.load(name, {})
+    assert cfg["env"]["isolate"] == 1  # training's default: worker processes
+    ev = Evaluator(name, cfg, None, num_agents=8, seed=1)
+    try:
+        assert isinstance(ev.env, PythonEnv)
+        out = ev.measure(16)
+    finally:
+        ev.env.close()
+    assert out["episodes"] == 16
+    assert 8 <= out["episode_length"] <= 60 and out["episode_return"] == out["episode_length"]
+
+
 @pytest.mark.slow
 def test_a_short_cartpole_run_learns(tmp_path):
     """trainer.run on gym:CartPole-v1 (its ini, 120K steps): the mean return rises from random

@@ -18,6 +18,9 @@ TRAINING_INI = HERE / "default.ini"  # a Python env's settings when it has no in
 # logged returns
 DEFAULTS = {**SHM_KEYS, "isolate": 1, "factory": "make_env", "reward_scale": 1.0}
 assert set(PY_KEYS) <= set(DEFAULTS)
+# trainer.eval steps the envs in its own process: it counts each env's first episodes, and a worker
+# process is one "env" of many to it (its first episodes to finish, short ones first)
+EVALUATION = {"isolate": 0}
 
 
 def safe_name(text: str) -> str:
@@ -44,4 +47,5 @@ def lookup(env_id: str) -> EnvSource:
 
 
 KIND = Kind(name="gym", title="Gymnasium env", suffix=".py", noun="Python env file", make=make, ini_of=beside,
-            defaults=DEFAULTS, training=TRAINING_INI, prefix="gym:", lookup=lookup, open_keys=True)
+            defaults=DEFAULTS, training=TRAINING_INI, prefix="gym:", lookup=lookup, open_keys=True,
+            evaluation=EVALUATION)

@@ -9,7 +9,7 @@ import ast
 from pathlib import Path
 
 from ..gym.kind import DEFAULTS as GYM_DEFAULTS
-from ..gym.kind import TRAINING_INI, make_python_env
+from ..gym.kind import EVALUATION, TRAINING_INI, make_python_env
 from ..kind import EnvSource, Kind, beside
 
 INI_DIR = Path(__file__).resolve().parent / "ini"
@@ -55,4 +55,4 @@ def lookup(text: str) -> EnvSource:
 
 KIND = Kind(name="pz", title="PettingZoo env", suffix=".py", noun="Python env file", make=make, ini_of=beside,
             claims=defines_parallel_env, mark="a top-level parallel_env", defaults=DEFAULTS, training=TRAINING_INI,
-            prefix="pz:", lookup=lookup, open_keys=True)
+            prefix="pz:", lookup=lookup, open_keys=True, evaluation=EVALUATION)
