@@ -11,8 +11,9 @@ Headless counting is fair: every env contributes exactly its first k episodes (k
 parallel envs, rounded up). Counting whatever finishes first would over-count short episodes
 (early deaths). Envs in server processes (`[env] isolate = 1`) are counted per process, each its
 first k to finish, which is fair only for episodes of one length; so a Python env, whose default
-is worker processes, is evaluated in this process (its kind's evaluation values set isolate = 0). Sampling is stochastic, as in training; --deterministic takes each discrete head's
-most likely legal choice and each continuous head's mean μ instead. The env's action mask applies
+is worker processes, is evaluated in this process (its kind's evaluation values set isolate = 0).
+Sampling is stochastic, as in training; --deterministic takes each discrete head's most likely legal
+choice and each continuous head's mean μ instead. The env's action mask applies
 as in training. --random replaces the policy by uniform random actions (each discrete head uniform
 over its legal choices, each continuous head N(0, 1), what an untrained policy samples): the
 baseline a trained policy's figure is read against. A picture env takes the picture size the
