@@ -329,6 +329,25 @@ def test_an_evaluation_steps_python_envs_in_its_own_process():
     assert 8 <= out["episode_length"] <= 60 and out["episode_return"] == out["episode_length"]
 
 
+def test_a_render_that_fails_is_one_message(tmp_path):
+    """An env whose render() raises (CartPole's without pygame) is an EnvError naming it, which
+    trainer.eval --gif prints as one line."""
+    path = tmp_path / "norender.py"
+    path.write_text("import gymnasium as gym\n\n\n"
+                    "class NoRender(gym.Wrapper):\n"
+                    "    def render(self):\n"
+                    "        raise ImportError('no renderer here: pip install one')\n\n\n"
+                    "def make_env(seed):\n"
+                    "    return NoRender(gym.make('CartPole-v1'))\n")
+    env = envs.make(str(path), 1, config={"isolate": 0})
+    try:
+        env.reset()
+        with pytest.raises(EnvError, match=r"^norender: the env's render\(\) failed: ImportError: no renderer here"):
+            env.render(0)
+    finally:
+        env.close()
+
+
 @pytest.mark.slow
 def test_a_short_cartpole_run_learns(tmp_path):
     """trainer.run on gym:CartPole-v1 (its ini, 120K steps): the mean return rises from random

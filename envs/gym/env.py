@@ -160,7 +160,10 @@ class PythonEnv(EnvBase):
         """env `index`'s own render() as an RGB image (its factory must have been given
         render_mode = rgb_array: `--env.render_mode rgb_array` where the factory takes it)."""
         env = self._runner.envs[index // self._runner.agents_per_env]
-        frame = env.render()
+        try:
+            frame = env.render()
+        except Exception as e:  # the env's own code: a renderer it lacks (CartPole's pygame), a bug
+            raise EnvError(f"{self.name}: the env's render() failed: {type(e).__name__}: {e}") from None
         if not isinstance(frame, np.ndarray) or frame.ndim != 3:
             raise ValueError(f"{self.name}: render() gave {type(frame).__name__}, not an RGB image; pass "
                              f"--env.render_mode rgb_array (an [env] key the factory receives)")
