@@ -329,6 +329,15 @@ def test_an_evaluation_steps_python_envs_in_its_own_process():
     assert 8 <= out["episode_length"] <= 60 and out["episode_return"] == out["episode_length"]
 
 
+def test_a_factory_that_raises_is_one_message_with_its_line(tmp_path):
+    path = tmp_path / "bad_make.py"
+    path.write_text("def make_env(seed):\n    raise KeyError('boom')\n")
+    for isolate in (0, 1):  # the probe in this process, before any worker starts
+        with pytest.raises(EnvError, match=rf"^bad_make: make_env\(0\) raised KeyError: 'boom' at "
+                                           rf"{path}:2 in make_env$"):
+            envs.make(str(path), 2, config={"isolate": isolate})
+
+
 def test_a_render_that_fails_is_one_message(tmp_path):
     """An env whose render() raises (CartPole's without pygame) is an EnvError naming it, which
     trainer.eval --gif prints as one line."""

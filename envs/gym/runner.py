@@ -24,6 +24,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+import traceback
 from pathlib import Path
 
 import numpy as np
@@ -76,16 +77,27 @@ def load_file(path, name, what):
     return fn
 
 
-def call(factory, what, *args, label=None, **kwargs):
-    """factory(*args, **kwargs), a keyword it does not take being one message."""
+def call(factory, what, *args, label=None, passthrough=(), **kwargs):
+    """factory(*args, **kwargs); what it raises (but EnvError and `passthrough`) is one message that
+    names the call and where it raised, a keyword it does not take with a hint."""
+    name = label or getattr(factory, "__name__", "the factory")
+    shown = f"{name}({', '.join([*map(repr, args), *(f'{k}={v!r}' for k, v in kwargs.items())])})"
     try:
         return factory(*args, **kwargs)
+    except (EnvError, *passthrough):
+        raise
     except TypeError as e:
         if "argument" not in str(e):
-            raise
-        name = label or getattr(factory, "__name__", "the factory")
-        raise EnvError(f"{what}: {name}({', '.join([*map(repr, args), *(f'{k}={v!r}' for k, v in kwargs.items())])}): "
-                       f"{e} (every [env] key other than the trainer's is passed to it)") from None
+            raise EnvError(f"{what}: {shown} raised {type(e).__name__}: {e}{raised_at(e)}") from e
+        raise EnvError(f"{what}: {shown}: {e} (every [env] key other than the trainer's is passed to it)") from None
+    except Exception as e:  # the env's own code: the message says where, `from e` keeps the traceback
+        raise EnvError(f"{what}: {shown} raised {type(e).__name__}: {e}{raised_at(e)}") from e
+
+
+def raised_at(error) -> str:
+    """' at FILE:LINE in FUNCTION' of the line that raised `error`, or ''."""
+    frames = traceback.extract_tb(error.__traceback__)
+    return f" at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if frames else ""
 
 
 def make_runner(spec, count):
@@ -154,7 +166,8 @@ class GymRunner(Runner):
 
             def make(seed):  # gymnasium.make also takes "module:Id-v0", importing the module first
                 try:
-                    return call(gym.make, what, target, label="gymnasium.make", **spec["kwargs"])
+                    return call(gym.make, what, target, label="gymnasium.make", passthrough=(gym.error.Error,),
+                                **spec["kwargs"])
                 except gym.error.Error as e:
                     hint = ""
                     if isinstance(e, gym.error.NameNotFound) and ":" not in target:
