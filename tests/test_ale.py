@@ -180,6 +180,11 @@ def test_names_and_settings_are_checked():
         envs.resolve("ale:")
     with pytest.raises(ValueError, match=r"with grayscale = 0 the channels a multiple of 3"):
         envs.make("ale:Pong", 2, config={"grayscale": 0, "picture_channels": 4})
+    with pytest.raises(ValueError, match=r"^\[env\] frameskip = 0 must be a whole number >= 1; noop_max = -1 must be "
+                                         r"a whole number >= 0 \(from .*atari.ini or --env.KEY\)$"):
+        envs.make("ale:Pong", 2, config={"frameskip": 0, "noop_max": -1})
+    with pytest.raises(ValueError, match=r"^\[env\] repeat_action_probability = 1.5 must be in \[0, 1\]"):
+        envs.make("ale:Pong", 2, config={"repeat_action_probability": 1.5})
     with pytest.raises(ValueError, match=r"isolate is for C env headers"):
         envs.make("ale:Pong", 2, config={"isolate": 1})
     with pytest.raises(ValueError, match=r"unknown \[env\] key 'frame_skip'"):

@@ -36,6 +36,20 @@ ALE_DEFAULTS = {
     "fire_reset": 1, "full_action_space": 0, "max_frames": 108_000,
 }
 LOG_KEYS = ("perf", "score", "episode_length")
+# the [env] numbers with a range: key -> (test, the range in words)
+RANGES = {
+    "frameskip": (lambda v: float(v) == int(v) >= 1, "a whole number >= 1"),
+    "repeat_action_probability": (lambda v: 0 <= float(v) <= 1, "in [0, 1]"),
+    "noop_max": (lambda v: float(v) == int(v) >= 0, "a whole number >= 0"),
+    "max_frames": (lambda v: float(v) == int(v) >= 1, "a whole number >= 1"),
+}
+
+
+def _fits(test, value) -> bool:
+    try:
+        return bool(test(value))
+    except (TypeError, ValueError, OverflowError):  # not a number at all
+        return False
 
 
 def missing_extra(what, error) -> ValueError:
@@ -79,11 +93,9 @@ class AleEnv(EnvBase):
                              f"{source.ini}: whole numbers >= 1, and with grayscale = 0 the channels a multiple of 3 "
                              f"(three per stacked frame)")
         self.stack = ch // per_frame
-        if not (float(c["frameskip"]) == int(c["frameskip"]) >= 1 and 0 <= float(c["repeat_action_probability"]) <= 1
-                and int(c["noop_max"]) >= 0 and int(c["max_frames"]) >= 1):
-            raise ValueError(f"[env] frameskip {c['frameskip']} (a whole number >= 1), repeat_action_probability "
-                             f"{c['repeat_action_probability']} (0..1), noop_max {c['noop_max']} (>= 0), max_frames "
-                             f"{c['max_frames']} (>= 1) in {source.ini}")
+        bad = [f"{k} = {c[k]} must be {meaning}" for k, (fits, meaning) in RANGES.items() if not _fits(fits, c[k])]
+        if bad:
+            raise ValueError(f"[env] {'; '.join(bad)} (from {source.ini} or --env.KEY)")
         self.num_agents = self.num_envs = n = int(total_agents)
         if not isinstance(num_buffers, (int, np.integer)) or num_buffers < 1 or n % num_buffers:
             raise ValueError(f"num_buffers = {num_buffers!r} must be a positive int that divides the {n} games")
