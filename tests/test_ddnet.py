@@ -331,6 +331,34 @@ def run_episodes(seed, steps):
     return out, log
 
 
+@pytest.mark.parametrize("new_tiles", [0, 1])
+def test_reward_new_tiles_pays_each_tile_once(new_tiles):
+    """A bot that runs right, then back left until the episode ends: with reward_new_tiles = 1 only
+    the tiles beyond its best pay, so no reward is below 0 and the episode's rewards add up to its
+    logged score (its best, tiles × tile_reward); with 0 going back costs what going forward paid."""
+    with envs.make("ddnet", 1, config={"servers": 1, "bots_per_server": 1, "episode_seconds": 4.0,
+                                       "reward_new_tiles": new_tiles}) as env:
+        env.reset()
+        for _ in range(100):
+            env.step(actions(1))
+            if env.active[0]:
+                break
+        env.log()  # nothing before this episode
+        rewards = []
+        for k in range(60):  # 4 s of game time: 40 decisions
+            env.step(actions(1, move=2 if k < 16 else 0))
+            rewards.append(float(env.rewards[0]))
+            if env.terminals[0]:
+                break
+        assert env.terminals[0] and env.truncations[0] == 1.0
+        log = env.log()
+    assert log["n"] == 1 and log["tiles"] > 5
+    if new_tiles:
+        assert min(rewards) >= 0 and sum(rewards) == pytest.approx(log["score"], abs=1e-6)
+    else:
+        assert min(rewards) < 0 and sum(rewards) < log["score"] - 0.05  # what going back cost
+
+
 def test_the_same_seed_plays_the_same_episodes_twice():
     """Lockstep makes a run a function of its seed: two fresh sets of servers and bots, the same
     seeded actions, the same observations, rewards and episode ends, bit for bit, over several

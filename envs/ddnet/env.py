@@ -16,7 +16,8 @@ of the distance to the finish relative to the bot's tile. Actions, hybrid: move 
 right), jump, hook, fire (discrete) and the aim angle in radians (continuous); each is the client's
 input until the next decision. Reward: tiles of progress toward the finish along the map's
 distance field × tile_reward, minus freeze_penalty per frozen decision, plus finish_bonus at the
-finish, minus death_penalty on a death. An episode ends at the finish, a death, after
+finish, minus death_penalty on a death (with reward_new_tiles = 1 only tiles beyond the episode's
+best pay, and none is charged). An episode ends at the finish, a death, after
 stuck_seconds frozen, or after episode_seconds (a truncation); the bot is then reset with the
 server's own console command (kill_pl over rcon). With `curriculum` > 0 that share of episodes
 starts at a place bots reached before (envs/ddnet/curriculum.py), the bot put there with the
@@ -65,7 +66,8 @@ DDNET_DEFAULTS = {
     "ddnet_settings": "tune player_collision 0; tune player_hooking 0",
     "servers": 0, "bots_per_server": 32, "ticks_per_decision": 5, "episode_seconds": 40.0, "stuck_seconds": 3.0,
     "window_width": 15, "window_height": 11, "tile_reward": 0.1, "freeze_penalty": 0.01, "finish_bonus": 10.0,
-    "death_penalty": 1.0, "timeout": 5.0, "lockstep": 1, "curriculum": 0.0, "curriculum_seconds": 0.0}
+    "death_penalty": 1.0, "timeout": 5.0, "lockstep": 1, "curriculum": 0.0, "curriculum_seconds": 0.0,
+    "reward_new_tiles": 0}
 
 
 class DDNetEnv(EnvBase):
@@ -448,6 +450,7 @@ class DDNetEnv(EnvBase):
         frozen = (st[:, F["ddnet"]] > 0) & (st[:, F["freeze_end"]] != 0)
         d = self._distance_at(x, y)
         stuck_ticks = int(float(c["stuck_seconds"]) * TICK_HZ)
+        tile_reward, new_tiles = float(c["tile_reward"]), bool(int(c["reward_new_tiles"]))
         px, py = (self._prev_xy[:, 0], self._prev_xy[:, 1]) if self._prev_xy is not None else (x, y)
         on_finish = self._on_finish(px, py, x, y)
         record = self.curriculum.share > 0
@@ -503,7 +506,10 @@ class DDNetEnv(EnvBase):
                 self.last_tick[i] = tick[i]
                 continue
             di = d[i] if np.isfinite(d[i]) else self.prev_d[i]
-            r = (self.prev_d[i] - di) * float(c["tile_reward"])
+            # reward_new_tiles: only tiles beyond the episode's best pay (a jump that falls back costs
+            # nothing, so rising toward a ledge pays even before the bot can stay up there)
+            gained = self.best_d[i] - di if new_tiles else self.prev_d[i] - di
+            r = max(gained, 0.0) * tile_reward if new_tiles else gained * tile_reward
             self.prev_d[i] = di
             self.best_d[i] = min(self.best_d[i], di)
             if record and standing[i] and len(self.places[i]) < PLACES_MAX:
