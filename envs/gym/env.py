@@ -25,7 +25,7 @@ from ..interface import EnvBase, check_counts, merge_config, spread_seed, usable
 from ..kind import DEFAULT_ENV_KEYS, SHM_KEYS
 from ..shm.env import ShmVecEnv, _Server
 from ..shm.protocol import MAX_HEADS
-from .runner import LOG_NAMES, make_runner, probe
+from .runner import LOG_NAMES, make_runner, probe, raised_at
 
 # [env] keys of the Python kinds themselves; every other [env] key is passed to the env's factory
 PY_KEYS = {"factory", "reward_scale"}
@@ -163,7 +163,7 @@ class PythonEnv(EnvBase):
         try:
             frame = env.render()
         except Exception as e:  # the env's own code: a renderer it lacks (CartPole's pygame), a bug
-            raise EnvError(f"{self.name}: the env's render() failed: {type(e).__name__}: {e}") from None
+            raise EnvError(f"{self.name}: the env's render() failed: {type(e).__name__}: {e}{raised_at(e)}") from e
         if not isinstance(frame, np.ndarray) or frame.ndim != 3:
             raise ValueError(f"{self.name}: render() gave {type(frame).__name__}, not an RGB image; pass "
                              f"--env.render_mode rgb_array (an [env] key the factory receives)")

@@ -86,11 +86,9 @@ def call(factory, what, *args, label=None, passthrough=(), **kwargs):
         return factory(*args, **kwargs)
     except (EnvError, *passthrough):
         raise
-    except TypeError as e:
-        if "argument" not in str(e):
-            raise EnvError(f"{what}: {shown} raised {type(e).__name__}: {e}{raised_at(e)}") from e
-        raise EnvError(f"{what}: {shown}: {e} (every [env] key other than the trainer's is passed to it)") from None
     except Exception as e:  # the env's own code: the message says where, `from e` keeps the traceback
+        if isinstance(e, TypeError) and "argument" in str(e):
+            raise EnvError(f"{what}: {shown}: {e} (every [env] key other than the trainer's is passed to it)") from None
         raise EnvError(f"{what}: {shown} raised {type(e).__name__}: {e}{raised_at(e)}") from e
 
 
