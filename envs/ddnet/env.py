@@ -508,8 +508,7 @@ class DDNetEnv(EnvBase):
             di = d[i] if np.isfinite(d[i]) else self.prev_d[i]
             # reward_new_tiles: only tiles beyond the episode's best pay (a jump that falls back costs
             # nothing, so rising toward a ledge pays even before the bot can stay up there)
-            gained = self.best_d[i] - di if new_tiles else self.prev_d[i] - di
-            r = max(gained, 0.0) * tile_reward if new_tiles else gained * tile_reward
+            r = (max(self.best_d[i] - di, 0.0) if new_tiles else self.prev_d[i] - di) * tile_reward
             self.prev_d[i] = di
             self.best_d[i] = min(self.best_d[i], di)
             if record and standing[i] and len(self.places[i]) < PLACES_MAX:
